@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 BOOK_FLAGS := -W -n --keep-going
 
-.PHONY: book test lab lint spell linkcheck bench clean
+.PHONY: book test lab lint spell linkcheck bench clean page
 .DEFAULT_GOAL := book
 
 $(BIN)/python:
@@ -37,3 +37,11 @@ lint: $(VENV)/.test-deps
 
 clean:
 	rm -rf _build
+
+# Build one page strictly, alone, into _build/page/<name> (for working on a chapter):
+#   make page PAGE=chapters/01_is_it_working
+page: $(VENV)/.book-deps
+	@test -n "$(PAGE)" || { echo "usage: make page PAGE=chapters/01_is_it_working"; exit 2; }
+	@mkdir -p _build/page
+	@printf 'format: jb-book\nroot: book/intro\nchapters:\n  - file: %s\n  - file: book/references\n' "$(PAGE)" > _build/page/$(notdir $(PAGE)).toc.yml
+	$(BIN)/jupyter-book build . --toc _build/page/$(notdir $(PAGE)).toc.yml --path-output _build/page/$(notdir $(PAGE)) $(BOOK_FLAGS)
