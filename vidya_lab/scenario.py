@@ -1,0 +1,74 @@
+"""Tanvi's scenario: the givens of the book's story, stated once.
+
+Tanvi runs the platform of an AI tutor for school students. Everything here is an *assumption of the
+story* (what her product manager and her logs tell her), not a measurement and not a result: the
+chapters, the widgets' defaults, the exercises and ``vidya-lab plan`` (with no options) all read these
+values from here, so the book tells one consistent story and changing a given changes it everywhere.
+
+Results (GPU counts, latencies, bills) are never stored here: they are computed from these givens by
+the package.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """The givens of a tutoring service's capacity question.
+
+    Attributes
+    ----------
+    model_id : the self-hosted model (a ``vidya_lab.catalog`` id).
+    candidate_gpu_ids : GPU types finance could rent (``vidya_lab.catalog`` ids).
+    syllabus_prompt_tokens : the shared system prompt (the syllabus) every request starts with, tokens.
+    subjects : number of per-subject prompts that follow the syllabus.
+    subject_prompt_tokens : length of each per-subject prompt, tokens.
+    question_tokens_mean : mean length of a student's own question (plus chat history), tokens.
+    answer_tokens_mean : mean length of the tutor's answer, tokens.
+    normal_peak_rps : request rate at the busiest minute of a normal school day, requests/s.
+    exam_multiplier : exam season traffic relative to a normal day (the story's "ten times").
+    rush_hour : local hour of the morning rush (7 am).
+    ttft_target_s, tpot_target_s : the latency targets promised to students, seconds.
+    slo_percentile : the percentile the targets apply to (99 means p99).
+    attainment_target : fraction of requests that must meet every target.
+    upload_tokens : one teacher's 50-page upload, tokens (about 800 tokens a page).
+    observed_scale_up_s : how long the 7 am scale-up took in the story's incident, seconds; chapter 6
+        derives this from the parts of a cold start rather than trusting it.
+    """
+
+    model_id: str = "llama-3.3-70b"
+    candidate_gpu_ids: tuple[str, ...] = ("h100-sxm", "h200", "a100-80gb", "l40s", "mi300x", "b200")
+    syllabus_prompt_tokens: int = 3000
+    subjects: int = 6
+    subject_prompt_tokens: int = 400
+    question_tokens_mean: int = 150
+    answer_tokens_mean: int = 350
+    normal_peak_rps: float = 6.0
+    exam_multiplier: float = 10.0
+    rush_hour: int = 7
+    ttft_target_s: float = 2.0
+    tpot_target_s: float = 0.1
+    slo_percentile: float = 99.0
+    attainment_target: float = 0.99
+    upload_tokens: int = 40_000
+    observed_scale_up_s: float = 8 * 60.0
+    notes: tuple[str, ...] = field(default=(
+        "TTFT/TPOT targets follow MLPerf Inference v4.1's llama2-70b server scenario (2 s, 200 ms), "
+        "tightened on TPOT to 100 ms so an answer streams at least as fast as a student reads.",
+    ))
+
+    @property
+    def exam_peak_rps(self) -> float:
+        """Request rate at the exam-season peak, requests/s."""
+        return self.normal_peak_rps * self.exam_multiplier
+
+    @property
+    def prompt_tokens_mean(self) -> int:
+        """Mean prompt length: syllabus + subject prompt + the student's question, tokens."""
+        return self.syllabus_prompt_tokens + self.subject_prompt_tokens + self.question_tokens_mean
+
+
+#: The book's scenario. Import this; do not copy its numbers.
+TANVI = Scenario()
