@@ -1,0 +1,157 @@
+"""The inline check: right answers pass, the common wrong ones get the right hint, nothing raises."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from vidya_lab.exercises import core
+from vidya_lab.exercises.core import Exercise, Mistake, judge
+
+KV = 327_680  # bytes per token: 2 x 80 layers x 8 KV heads x 128 x 2 bytes (llama-3.1-70b, bf16)
+
+EX = Exercise(
+    id="9.1",
+    prompt="KV bytes per token",
+    expected=lambda: 2 * 80 * 8 * 128 * 2,
+    unit="bytes",
+    mistakes=(
+        Mistake(lambda: 2 * 80 * 64 * 128 * 2, "you used the 64 query heads; GQA stores 8 KV heads"),
+        Mistake(lambda: 80 * 8 * 128 * 2, "K and V are both cached: a factor 2 is missing"),
+    ),
+)
+
+
+def test_right_answer_passes_within_tolerance():
+    assert judge(EX, KV).right
+    assert judge(EX, KV * 1.009).right
+    assert judge(EX, np.int64(KV)).right
+    assert judge(EX, np.float32(KV)).right
+    assert not judge(EX, KV * 1.02).right
+
+
+def test_placeholder_is_not_answered_yet():
+    verdict = judge(EX, ...)
+    assert verdict.status == "unanswered"
+    assert "not answered" in verdict.message
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragment"),
+    [
+        (2 * 80 * 64 * 128 * 2, "query heads"),
+        (80 * 8 * 128 * 2, "factor 2"),
+        (KV / 1e3, "1000"),
+        (KV * 1e3, "1000"),
+        (KV / 1e9, "1e9"),
+        (KV * 1e9 / 2**30, "GiB"),
+    ],
+)
+def test_common_mistakes_get_their_hint(answer, fragment):
+    verdict = judge(EX, answer)
+    assert verdict.status == "wrong"
+    assert fragment in verdict.message
+
+
+class AlwaysEqual:
+    def __eq__(self, other):
+        return True
+
+    def __float__(self):
+        return float(KV)
+
+
+@pytest.mark.parametrize("answer", [AlwaysEqual(), "327680", [KV], None, True, float("nan"),
+                                    float("inf"), {"x": 1}])
+def test_non_numbers_are_wrong_not_errors(answer):
+    verdict = judge(EX, answer)
+    assert verdict.status == "wrong"
+
+
+@given(st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(), st.text(),
+                 st.none(), st.lists(st.integers())))
+def test_judge_never_raises(answer):
+    verdict = judge(EX, answer)
+    assert verdict.status in {"right", "wrong", "unanswered"}
+
+
+def test_integer_kind_is_exact():
+    ex = Exercise(id="9.2", prompt="", expected=lambda: 12, kind="integer")
+    assert judge(ex, 12).right
+    assert not judge(ex, 12.3).right
+    assert not judge(ex, 13).right
+
+
+def test_choice_and_bool_kinds():
+    ex = Exercise(id="9.3", prompt="", expected=lambda: "TP", kind="choice", choices=("TP", "PP"))
+    assert judge(ex, " tp ").right
+    assert not judge(ex, "PP").right
+    assert "one of" in judge(ex, "DP").message
+    exb = Exercise(id="9.4", prompt="", expected=lambda: True, kind="bool")
+    assert judge(exb, True).right
+    assert not judge(exb, 1).right  # a bool was asked
+
+
+def test_function_kind_tries_every_case():
+    def tpot(first_token_s, finish_s, tokens):
+        return (finish_s - first_token_s) / (tokens - 1)
+
+    ex = Exercise(id="9.5", prompt="", expected=lambda: tpot, kind="function",
+                  cases=((1.0, 3.0, 5), (0.5, 0.5 + 99 * 0.02, 100)), answer_name="my_tpot")
+    assert judge(ex, tpot).right
+    assert not judge(ex, lambda a, b, n: (b - a) / n).right  # off by one token
+    raising = judge(ex, lambda a, b, n: 1 / 0)
+    assert raising.status == "wrong" and "ZeroDivisionError" in raising.message
+    assert "function" in judge(ex, 3.0).message
+
+
+def test_a_broken_expected_never_raises():
+    ex = Exercise(id="9.6", prompt="", expected=lambda: 1 / 0)
+    verdict = judge(ex, 1.0)
+    assert verdict.status == "wrong" and "could not check" in verdict.message
+
+
+def test_unknown_kind_is_rejected_at_definition():
+    with pytest.raises(ValueError, match="kind must be one of"):
+        Exercise(id="9.7", prompt="", expected=lambda: 1, kind="essay")
+
+
+def test_answer_name_defaults_from_id():
+    assert EX.answer_name == "answer_9_1"
+    assert EX.chapter == 9
+
+
+def test_check_prints_and_returns(monkeypatch, capsys):
+    monkeypatch.setattr(core, "chapter_exercises", lambda ch: [EX] if ch == 9 else [])
+    assert core.check("9.1", KV) is True
+    assert "✅" in capsys.readouterr().out
+    assert core.check("9.1", ...) is False
+    assert "⏳" in capsys.readouterr().out
+    assert core.check("9.1", 1.0) is False
+    assert "❌" in capsys.readouterr().out
+    assert core.check("9.99", 1.0) is False
+    out = capsys.readouterr().out
+    assert "unknown exercise" in out and "9.1" in out
+    assert core.check("nonsense", 1.0) is False
+
+
+def test_every_registered_exercise_has_a_computable_answer():
+    ids = set()
+    for ex in core.all_exercises():
+        assert ex.id not in ids, f"duplicate exercise id {ex.id}"
+        ids.add(ex.id)
+        value = ex.expected_value()
+        if ex.kind == "function":
+            assert callable(value) and ex.cases, ex.id
+            assert judge(ex, value).right, ex.id
+        elif ex.kind in ("number", "integer"):
+            assert math.isfinite(float(value)), ex.id
+            assert judge(ex, value).right, ex.id
+        for mistake in ex.mistakes:
+            wrong = mistake.value()
+            assert not judge(ex, wrong).right, f"{ex.id}: a listed mistake is accepted as right"
+            assert judge(ex, wrong).message == mistake.hint, f"{ex.id}: mistake hint shadowed"
