@@ -306,7 +306,7 @@ class Timelines:
         bad = _first_bad_row(a, s, f, c, tokens, oc)
         if bad is not None:
             problem = _row_problem(a[bad], s[bad], f[bad], c[bad], int(tokens[bad]), int(oc[bad]))
-            raise ValueError(f"request {bad} (id {ids[bad]!r}): {problem}")
+            raise ValueError(f"request {bad} (id {_plain(ids[bad])!r}): {problem}")
         tt = offsets = None
         if token_times_s is not None:
             seqs = list(token_times_s)
@@ -322,7 +322,7 @@ class Timelines:
                     continue
                 problem = _token_times_problem(x, f[i], c[i], int(tokens[i]))
                 if problem:
-                    raise ValueError(f"request {i} (id {ids[i]!r}): {problem}")
+                    raise ValueError(f"request {i} (id {_plain(ids[i])!r}): {problem}")
         return cls(ids, a, s, f, c, tokens, oc, kl, tt, offsets)
 
     @classmethod
@@ -426,6 +426,11 @@ class Timelines:
                                  "output_tokens", "outcome", "klass")), tt, offs)
 
 
+def _plain(value):
+    """A numpy scalar as the Python value (for readable messages)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def _float_col(name: str, values, n: int | None = None) -> np.ndarray:
     try:
         arr = np.asarray([np.nan if v is None else v for v in values]
@@ -442,7 +447,7 @@ def _float_col(name: str, values, n: int | None = None) -> np.ndarray:
 
 
 def _outcome_codes(outcome, n: int) -> np.ndarray:
-    if outcome is None:
+    if outcome is None or (n == 0 and len(outcome) == 0):
         return np.zeros(n, dtype=np.int8)
     if isinstance(outcome, str):
         return np.full(n, OUTCOMES.index(check_choice("outcome", outcome, OUTCOMES)), dtype=np.int8)
