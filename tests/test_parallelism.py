@@ -1,0 +1,99 @@
+"""Layout arithmetic: hand-derived values and invariants."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vidya_lab import catalog
+from vidya_lab import parallelism as par
+
+L70 = catalog.get_model("llama-3.1-70b")
+
+
+@pytest.mark.parametrize("tp, pp, match", [
+    (3, 1, "divide .*64 attention heads"),
+    (128, 1, "divide .*64 attention heads"),
+    (1, 81, "pp must be <= .*80 layers"),
+    (0, 1, ">= 1"),
+])
+def test_impossible_layouts_are_clear_errors(tp, pp, match):
+    with pytest.raises(ValueError, match=match):
+        par.check_layout(L70, tp, pp)
+
+
+def test_kv_rule_for_tp_between_kv_and_query_heads():
+    # Mixtral: 32 query heads, 8 KV heads: tp 16 replicates each KV head twice; tp 32 four times
+    mix = catalog.get_model("mixtral-8x7b")
+    par.check_layout(mix, 16)
+    assert par.kv_heads_per_gpu(mix, 16) == 1
+    assert par.kv_replication(mix, 16) == 2
+    assert par.kv_replication(mix, 32) == 4
+    assert par.kv_heads_per_gpu(mix, 4) == 2 and par.kv_replication(mix, 4) == 1
+
+
+def test_layers_per_stage_rounds_up():
+    assert par.layers_per_stage(catalog.get_model("llama-3.1-405b"), 4) == 32  # 126 / 4 -> 32
+    assert par.layers_per_stage(L70, 1) == 80
+
+
+def test_single_gpu_holds_every_parameter():
+    for m in catalog.MODELS.values():
+        assert par.weight_params_per_gpu(m, 1, 1) == pytest.approx(m.total_params(), rel=1e-12)
+
+
+@pytest.mark.parametrize("tp", [2, 4, 8])
+def test_tp_split_sums_to_total_plus_replicated_norms(tp):
+    # all matrices split 1/tp (kv heads 8 >= tp): tp GPUs together hold the model plus
+    # (tp-1) extra copies of the norm vectors
+    per = par.weight_params_per_gpu(L70, tp, 1)
+    norms = L70.n_layers * L70.norm_params_per_layer() + L70.final_norm_params()
+    assert tp * per == pytest.approx(L70.total_params() + (tp - 1) * norms, rel=1e-12)
+
+
+def test_kv_projection_replication_costs_memory():
+    # tp 16 > 8 kv heads: each GPU keeps one whole KV head (2x replication of k/v weights)
+    per16 = par.weight_params_per_gpu(L70, 16, 1)
+    kv = L70.kv_projection_params_per_layer() * L70.n_layers
+    no_replication = (L70.total_params() - kv) / 16 + kv / 16
+    assert per16 > no_replication
+    norms = L70.n_layers * L70.norm_params_per_layer() + L70.final_norm_params()
+    # 16 GPUs hold 2 copies of every k/v matrix (one extra model's worth) and 15 extra norm copies
+    assert 16 * per16 - L70.total_params() == pytest.approx(kv + 15 * norms, rel=1e-12)
+
+
+def test_pipeline_stage_holds_its_share():
+    per = par.weight_params_per_gpu(L70, 1, 2)
+    assert per == pytest.approx(40 * L70.layer_params() + L70.vocab_size * L70.d_model
+                                + L70.final_norm_params(), rel=1e-12)
+
+
+def test_ring_allreduce_hand_value():
+    # 8 GPUs, 1 GB, 100 GB/s per direction: 2*7/8*1e9/1e11 = 17.5 ms, plus 5 µs
+    assert par.ring_allreduce_time_s(1e9, 8, 1e11, 5e-6) == pytest.approx(0.0175 + 5e-6)
+    assert par.ring_allreduce_time_s(1e9, 1, 1e11, 5e-6) == 0.0
+
+
+@settings(max_examples=40, deadline=None)
+@given(nbytes=st.floats(0, 1e10), n=st.integers(2, 64), more=st.floats(0, 1e9))
+def test_ring_allreduce_monotone_and_above_latency(nbytes, n, more):
+    t = par.ring_allreduce_time_s(nbytes, n, 450e9, 5e-6)
+    assert t >= 5e-6
+    assert par.ring_allreduce_time_s(nbytes + more, n, 450e9, 5e-6) >= t
+    # a ring of n never moves more than 2x the buffer per GPU
+    assert t <= 2 * nbytes / 450e9 + 5e-6 + 1e-15
+
+
+def test_tp_and_pp_comm_times():
+    h100 = catalog.get_gpu("h100-sxm")
+    one = par.ring_allreduce_time_s(100 * 8192 * 2, 4, h100.interconnect_bytes_per_s, 5e-6)
+    assert par.tp_comm_time_s(L70, h100, 4, 1, 100) == pytest.approx(160 * one)
+    assert par.tp_comm_time_s(L70, h100, 1, 1, 100) == 0.0
+    assert par.pp_comm_time_s(L70, h100, 3, 100) == pytest.approx(
+        2 * (100 * 8192 * 2 / 450e9 + 5e-6))
+
+
+def test_pipeline_bubble():
+    assert par.pipeline_bubble_fraction(4, 4) == pytest.approx(3 / 7)
+    assert par.pipeline_bubble_fraction(1, 1) == 0.0
+    with pytest.raises(ValueError, match="microbatches"):
+        par.pipeline_bubble_fraction(4, 0)
