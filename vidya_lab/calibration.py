@@ -312,7 +312,8 @@ def _kv_prediction(row: Row) -> float | None:
     per_token = sizing.kv_bytes_per_token(model, kv_prec)
     if row.metric == "kv_bytes_per_token":
         return per_token
-    tokens = row.isl or catalog.get_model(model).max_context_tokens
+    # LLaMA-13B (the vLLM blog) is LLaMA-1: Llama-2-13B's shape but a 2048-token context
+    tokens = row.isl or (2048 if row.model == "LLaMA-13B" else catalog.get_model(model).max_context_tokens)
     return per_token * tokens
 
 
