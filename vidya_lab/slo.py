@@ -111,6 +111,8 @@ __all__ = [
     "latency_budget",
     "LatencyBudget",
     "tpot_for_reading_speed",
+    "READING_WORDS_PER_MIN",
+    "TOKENS_PER_WORD",
     "summarize",
     "read_trace_csv",
     "TRACE_COLUMNS",
@@ -855,6 +857,16 @@ def latency_budget(ttft_target_s: float, *, prefill_s: float, network_s: float) 
     pre = check_real("prefill_s", prefill_s, minimum=0.0)
     net = check_real("network_s", network_s, minimum=0.0)
     return LatencyBudget(target, net, pre, target - net - pre)
+
+
+#: Mean silent reading rate of adults reading English non-fiction, words per minute
+#: (Brysbaert, 2019, a meta-analysis of 190 studies: 238 wpm for non-fiction, 260 for fiction).
+READING_WORDS_PER_MIN = 238.0
+
+#: Tokens per English word for GPT-style BPE tokenizers: "1 token ≈ ¾ of a word", so 4/3
+#: (OpenAI Help Center, "What are tokens and how to count them?"). Other scripts (Hindi, Tamil …)
+#: take several times more tokens per word with such tokenizers.
+TOKENS_PER_WORD = 4.0 / 3.0
 
 
 def tpot_for_reading_speed(words_per_min: float, *, tokens_per_word: float,

@@ -37,10 +37,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from vidya_lab._validate import check_int, check_real
+from vidya_lab.scenario import TANVI
 from vidya_lab.slo import FINISHED, REJECTED, TIMED_OUT, Timelines
-from vidya_lab.workload import Workload
+from vidya_lab.workload import (
+    LognormalLength,
+    Workload,
+    as_rng,
+    make_workload,
+    poisson_arrivals,
+)
 
-__all__ = ["ToyServer", "simulate"]
+__all__ = ["ToyServer", "simulate", "tutor_workload"]
 
 
 @dataclass(frozen=True)
@@ -171,3 +178,30 @@ def simulate(workload: Workload, server: ToyServer, *,
     return Timelines.from_arrays(arrival_s=arrival, admitted_s=admitted, first_token_s=first,
                                  finish_s=finish, output_tokens=tokens, outcome=outcome,
                                  klass=workload.klass, token_times_s=token_times)
+
+
+#: Assumed spread of the story's lengths (the scenario gives only means): median question and
+#: median answer, tokens. Long answers are capped at ``ANSWER_MAX_TOKENS``.
+QUESTION_P50_TOKENS = 100
+ANSWER_P50_TOKENS = 250
+ANSWER_MAX_TOKENS = 2000
+
+
+def tutor_workload(rate_per_s: float, duration_s: float, *,
+                   seed: int | np.random.Generator) -> Workload:
+    """Tanvi's tutor traffic at a steady rate: Poisson arrivals, her prompt and answer lengths.
+
+    Every prompt starts with the syllabus and a subject prompt (shared prefix id 0, from
+    :data:`vidya_lab.scenario.TANVI`), followed by the student's question (lognormal, mean from the
+    scenario, median :data:`QUESTION_P50_TOKENS`); answers are lognormal (mean from the scenario,
+    median :data:`ANSWER_P50_TOKENS`, at most :data:`ANSWER_MAX_TOKENS`).
+    """
+    rng = as_rng(seed)
+    arrivals = poisson_arrivals(rate_per_s, duration_s, seed=rng)
+    return make_workload(
+        arrivals,
+        prompt_tokens=LognormalLength(TANVI.question_tokens_mean, QUESTION_P50_TOKENS),
+        output_tokens=LognormalLength(TANVI.answer_tokens_mean, ANSWER_P50_TOKENS,
+                                      max_tokens=ANSWER_MAX_TOKENS),
+        seed=rng, shared_prefix_tokens=TANVI.syllabus_prompt_tokens + TANVI.subject_prompt_tokens,
+        shared_prefix_fraction=1.0, shared_prefix_id=0)

@@ -1,0 +1,54 @@
+"""Chapter 1 exercises: right answers pass, the common wrong ones get their hint."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vidya_lab import slo
+from vidya_lab.exercises import ch01, get_exercise, judge
+
+
+def test_at_least_four_exercises_with_mistakes():
+    assert len(ch01.EXERCISES) >= 4
+    assert [ex.id for ex in ch01.EXERCISES] == [f"1.{i}" for i in range(1, len(ch01.EXERCISES) + 1)]
+    assert all(len(ex.mistakes) >= 2 for ex in ch01.EXERCISES)
+
+
+@pytest.mark.parametrize("ex", ch01.EXERCISES, ids=lambda e: e.id)
+def test_right_answer_passes_and_every_mistake_gets_its_own_hint(ex):
+    assert judge(ex, ex.expected_value()).right
+    for mistake in ex.mistakes:
+        verdict = judge(ex, mistake.value())
+        assert verdict.status == "wrong", (ex.id, mistake.hint)
+        assert verdict.message == mistake.hint
+
+
+def test_answers_computed_by_hand_from_the_traces():
+    t = ch01.busy_trace()
+    fin = t.outcome == 0
+    ttft = t.first_token_s[fin] - t.arrival_s[fin]
+    assert judge(get_exercise("1.1"), float(np.percentile(ttft, 99))).right
+    r = ch01.example_request()
+    assert judge(get_exercise("1.2"), (r.finish_s - r.first_token_s) / (r.output_tokens - 1)).right
+    both = np.concatenate([slo.ttft_s(x) for x in ch01.replica_traces()])
+    assert judge(get_exercise("1.3"), float(np.percentile(both, 99))).right
+    # 238 words/min x 4/3 tokens/word x 2 = 10.58 tokens/s -> 0.0945 s per token
+    assert judge(get_exercise("1.4"), 60 / (238 * 4 / 3 * 2)).right
+    o = ch01.overloaded_trace()
+    met = ((o.outcome == 0) & (o.first_token_s - o.arrival_s <= 2.0)
+           & ((o.output_tokens <= 1)
+              | ((o.finish_s - o.first_token_s) / np.maximum(o.output_tokens - 1, 1) <= 0.1)))
+    assert judge(get_exercise("1.5"), float(met.sum() / len(o))).right
+
+
+def test_units_and_percent_slips_are_caught():
+    assert "1000" in judge(get_exercise("1.2"), ch01._tpot_example() * 1000).message
+    assert "percentage" in judge(get_exercise("1.5"), ch01._attainment() * 100).message
+
+
+def test_the_traces_are_what_the_prose_says():
+    busy, quiet = ch01.replica_traces()
+    assert len(busy) > len(quiet)
+    counts = ch01.overloaded_trace().counts()
+    assert counts["rejected"] > 0 and counts["finished"] + counts["rejected"] == counts["count"]

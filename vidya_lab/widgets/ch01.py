@@ -1,0 +1,113 @@
+"""Chapter 1 widget: choose TTFT/TPOT targets and a load, see the latency distributions and attainment.
+
+No math here: the trace comes from :mod:`vidya_lab.toyserver` on Tanvi's traffic, the metrics from
+:mod:`vidya_lab.slo`. :func:`compute_view` (numbers) and :func:`draw` (a matplotlib figure) are plain
+functions that tests call without a browser; :func:`build` wires them to sliders.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from vidya_lab import slo
+from vidya_lab.scenario import TANVI
+from vidya_lab.toyserver import ToyServer, simulate, tutor_workload
+
+#: Slider ranges: load in requests/s on one toy replica, targets in seconds.
+RATE_RANGE_PER_S = (0.2, 2.4)
+TTFT_RANGE_S = (0.25, 10.0)
+TPOT_RANGE_S = (0.01, 0.2)
+DURATION_S = 600.0
+SEED = 7
+
+
+@lru_cache(maxsize=64)
+def trace_at(rate_per_s: float, duration_s: float = DURATION_S, seed: int = SEED) -> slo.Timelines:
+    """The toy replica's timelines at ``rate_per_s`` (cached: moving a target slider re-uses it)."""
+    return simulate(tutor_workload(rate_per_s, duration_s, seed=seed), ToyServer())
+
+
+def compute_view(ttft_target_s: float, tpot_target_s: float, rate_per_s: float) -> dict:
+    """Everything the widget shows, as numbers.
+
+    Returns
+    -------
+    dict with ``ttft_s`` and ``tpot_s`` (arrays over finished requests, seconds), ``ttft`` and ``tpot``
+    (:func:`vidya_lab.slo.percentile_summary` of each), ``attainment`` (0..1, both targets),
+    ``attainment_ttft`` and ``attainment_tpot`` (each target alone), ``count``, and the inputs.
+    """
+    trace = trace_at(float(rate_per_s))
+    target = slo.SLO(ttft_s=ttft_target_s, tpot_s=tpot_target_s)
+    ttft = slo.ttft_s(trace)
+    tpot = slo.tpot_s(trace)
+    return {
+        "rate_per_s": float(rate_per_s),
+        "ttft_target_s": target.ttft_s,
+        "tpot_target_s": target.tpot_s,
+        "count": len(trace),
+        "ttft_s": ttft,
+        "tpot_s": tpot,
+        "ttft": slo.percentile_summary(ttft),
+        "tpot": slo.percentile_summary(tpot),
+        "attainment": slo.attainment(trace, target),
+        "attainment_ttft": slo.attainment(trace, slo.SLO(ttft_s=target.ttft_s)),
+        "attainment_tpot": slo.attainment(trace, slo.SLO(tpot_s=target.tpot_s)),
+    }
+
+
+def _panel(ax, values, summary, target, title, unit_scale, unit):
+    v = values[~np.isnan(values)] * unit_scale
+    top = max(float(np.max(v)) if v.size else 1.0, target * unit_scale) * 1.05
+    ax.hist(v, bins=np.linspace(0.0, top, 60), color="#9ab", edgecolor="white")
+    ax.axvline(summary["p50"] * unit_scale, color="#246", lw=2, label=f"p50 {summary['p50'] * unit_scale:.3g} {unit}")
+    ax.axvline(summary["p99"] * unit_scale, color="#c33", lw=2, label=f"p99 {summary['p99'] * unit_scale:.3g} {unit}")
+    ax.axvline(target * unit_scale, color="black", ls="--", lw=1.5, label=f"target {target * unit_scale:.3g} {unit}")
+    ax.set_xlabel(f"{title} ({unit})")
+    ax.set_ylabel("requests")
+    ax.legend(loc="upper right", fontsize=8)
+
+
+def draw(view: dict, fig: Figure | None = None) -> Figure:
+    """Draw the two distributions with p50/p99 markers and targets; return the figure."""
+    fig = fig or Figure(figsize=(9, 3.4))
+    fig.clear()
+    ax1, ax2 = fig.subplots(1, 2)
+    _panel(ax1, view["ttft_s"], view["ttft"], view["ttft_target_s"], "TTFT", 1.0, "s")
+    _panel(ax2, view["tpot_s"], view["tpot"], view["tpot_target_s"], "TPOT", 1000.0, "ms")
+    fig.suptitle(f"{view['rate_per_s']:.2g} requests/s on one toy replica: attainment "
+                 f"{view['attainment']:.1%} (TTFT alone {view['attainment_ttft']:.1%}, "
+                 f"TPOT alone {view['attainment_tpot']:.1%})", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def build():
+    """The widget: sliders for the TTFT target, the TPOT target and the load; the figure below."""
+    import ipywidgets as widgets
+    from IPython.display import display
+
+    style = {"description_width": "11em"}
+    layout = widgets.Layout(width="32em")
+    ttft = widgets.FloatSlider(value=TANVI.ttft_target_s, min=TTFT_RANGE_S[0], max=TTFT_RANGE_S[1],
+                               step=0.25, description="TTFT target (s)", style=style, layout=layout)
+    tpot = widgets.FloatSlider(value=TANVI.tpot_target_s, min=TPOT_RANGE_S[0], max=TPOT_RANGE_S[1],
+                               step=0.005, readout_format=".3f", description="TPOT target (s)",
+                               style=style, layout=layout)
+    rate = widgets.FloatSlider(value=1.2, min=RATE_RANGE_PER_S[0], max=RATE_RANGE_PER_S[1],
+                               step=0.1, description="load (requests/s)", style=style,
+                               layout=layout)
+    out = widgets.Output()
+
+    def update(_change=None):
+        fig = draw(compute_view(ttft.value, tpot.value, rate.value))
+        out.clear_output(wait=True)
+        with out:
+            display(fig)
+
+    for w in (ttft, tpot, rate):
+        w.observe(update, names="value")
+    update()
+    return widgets.VBox([ttft, tpot, rate, out])
