@@ -38,10 +38,11 @@ lint: $(VENV)/.test-deps
 clean:
 	rm -rf _build
 
-# Build one page strictly, alone, into _build/page/<name> (for working on a chapter):
+# Build one page strictly, alone (as the root, with the references page for citations),
+# into _build/page/<name> (for working on a chapter):
 #   make page PAGE=chapters/01_is_it_working
 page: $(VENV)/.book-deps
 	@test -n "$(PAGE)" || { echo "usage: make page PAGE=chapters/01_is_it_working"; exit 2; }
 	@mkdir -p _build/page
-	@printf 'format: jb-book\nroot: book/intro\nchapters:\n  - file: %s\n  - file: book/references\n' "$(PAGE)" > _build/page/$(notdir $(PAGE)).toc.yml
+	@printf 'format: jb-book\nroot: %s\nchapters:\n  - file: book/references\n' "$(PAGE)" > _build/page/$(notdir $(PAGE)).toc.yml
 	$(BIN)/jupyter-book build . --toc _build/page/$(notdir $(PAGE)).toc.yml --path-output _build/page/$(notdir $(PAGE)) $(BOOK_FLAGS)
