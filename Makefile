@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 BOOK_FLAGS := -W -n --keep-going
 
-.PHONY: book test lab lint spell linkcheck bench clean page
+.PHONY: book test lab lint spell linkcheck bench clean page assets
 .DEFAULT_GOAL := book
 
 $(BIN)/python:
@@ -21,11 +21,20 @@ $(VENV)/.test-deps: requirements-dev.txt $(VENV)/.book-deps
 	$(BIN)/python -m pip install -q -r requirements-dev.txt
 	touch $@
 
-book: $(VENV)/.book-deps
+# The book's own copies of MathJax, require.js and the ipywidgets HTML manager (pinned npm tarballs,
+# integrity-checked; see tools/fetch_js_assets.py): the built HTML needs no CDN.
+JS_ASSETS := _book_js/.stamp.json
+$(JS_ASSETS): tools/fetch_js_assets.py
+	$(PYTHON) tools/fetch_js_assets.py
+	touch $@
+
+assets: $(JS_ASSETS)
+
+book: $(VENV)/.book-deps $(JS_ASSETS)
 	$(BIN)/jupyter-book build . $(BOOK_FLAGS)
 	@echo "The book: $(CURDIR)/_build/html/index.html"
 
-test: $(VENV)/.test-deps
+test: $(VENV)/.test-deps $(JS_ASSETS)
 	$(BIN)/ruff check vidya_lab tests benchmarks
 	$(BIN)/pytest
 
@@ -38,10 +47,24 @@ lint: $(VENV)/.test-deps
 clean:
 	rm -rf _build
 
+# Spelling of the prose and code (codespell; project words in .codespell-words.txt, see .codespellrc).
+spell: $(VENV)/.test-deps
+	$(BIN)/codespell
+
+# External links of the built book (needs internet, so not part of `make test`).
+linkcheck: $(VENV)/.book-deps $(JS_ASSETS)
+	$(BIN)/jupyter-book build . --builder linkcheck
+
+# Speed figures (slow: builds the book from scratch and runs `make test`); results go to
+# benchmarks/results/*.json and the book's speed page.
+bench: $(VENV)/.test-deps $(JS_ASSETS)
+	$(BIN)/python benchmarks/bench_widgets.py --record
+	$(BIN)/python benchmarks/bench_build.py --record
+
 # Build one page strictly, alone (as the root, with the references page for citations),
 # into _build/page/<name> (for working on a chapter):
 #   make page PAGE=chapters/01_is_it_working
-page: $(VENV)/.book-deps
+page: $(VENV)/.book-deps $(JS_ASSETS)
 	@test -n "$(PAGE)" || { echo "usage: make page PAGE=chapters/01_is_it_working"; exit 2; }
 	@mkdir -p _build/page
 	@printf 'format: jb-book\nroot: %s\nchapters:\n  - file: book/references\n' "$(PAGE)" > _build/page/$(notdir $(PAGE)).toc.yml
