@@ -123,6 +123,10 @@ def test_calibration_validation():
         Calibration(memory_efficiency=0.0)
     with pytest.raises(ValueError, match="step_overhead_s"):
         Calibration(step_overhead_s=-1.0)
+    with pytest.raises(ValueError, match="collective_latency_scale"):
+        Calibration(collective_latency_scale=0.5)
+    with pytest.raises(ValueError, match="request_overhead_s"):
+        Calibration(request_overhead_s=-0.1)
 
 
 def test_default_calibration_is_the_fitted_one():
@@ -288,7 +292,8 @@ def test_estimate_contract_keys_and_values():
     assert e["kv_bytes_per_token"] == 131_072
     assert e["max_output_tokens_per_s"] < e["roofline_output_tokens_per_s"]
     r = Replica("llama-3.1-8b", "h100-sxm")
-    assert e["ttft_s"] == sizing.prefill_time_s(r, 2048)
+    assert e["ttft_s"] == sizing.ttft_s(r, 2048)
+    assert e["ttft_s"] == r.calibration.request_overhead_s + sizing.prefill_time_s(r, 2048)
     assert e["tpot_s"] == sizing.decode_step_time_s(r, 8, 2048 + 128)
 
 

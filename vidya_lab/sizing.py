@@ -49,7 +49,7 @@ the bound no measurement may beat.
 * :func:`iteration_breakdown` — the same time split into compute, weight read, KV read and
   communication, for widgets.
 
-Derived: :func:`prefill_time_s` (TTFT at idle), :func:`decode_step_time_s` (TPOT at batch B),
+Derived: :func:`prefill_time_s` and :func:`ttft_s` (TTFT at idle), :func:`decode_step_time_s` (TPOT at batch B),
 :func:`critical_batch_size`, :func:`throughput_latency_curve`, :func:`saturated_throughput`,
 :func:`gpus_for_peak_load`, :func:`cost_per_million_output_tokens`, and :func:`estimate`, whose keys
 are a contract with the CLI (``vidya-lab estimate``) and the book.
@@ -94,6 +94,10 @@ class Calibration:
     compute_efficiency_8bit : the same for fp8/int8 math.
     memory_efficiency : fraction of peak HBM bandwidth reached by weight and KV reads.
     step_overhead_s : fixed time per engine iteration (scheduling, launches, sampling), seconds.
+    collective_latency_scale : achieved latency of one all-reduce or send ÷ the catalog's
+        ``collective_latency_s`` (≥ 1).
+    request_overhead_s : time a request spends outside the engine's iterations before its first
+        token (HTTP front end, tokenisation, scheduling hand-off), seconds; added to TTFT only.
     name : where the numbers come from.
     """
 
@@ -101,12 +105,16 @@ class Calibration:
     compute_efficiency_8bit: float = 1.0
     memory_efficiency: float = 1.0
     step_overhead_s: float = 0.0
+    collective_latency_scale: float = 1.0
+    request_overhead_s: float = 0.0
     name: str = "physical bound (efficiencies 1, no overhead)"
 
     def __post_init__(self) -> None:
         for f in ("compute_efficiency_16bit", "compute_efficiency_8bit", "memory_efficiency"):
             v.check_fraction(f, getattr(self, f), allow_zero=False)
         v.check_real("step_overhead_s", self.step_overhead_s, minimum=0.0)
+        v.check_real("collective_latency_scale", self.collective_latency_scale, minimum=1.0)
+        v.check_real("request_overhead_s", self.request_overhead_s, minimum=0.0)
 
     def compute_efficiency(self, precision: str) -> float:
         """η for the math ``precision``'s matrix multiplies run in."""
@@ -183,13 +191,13 @@ class _Cost:
         if r.tp > 1:
             self.tp_comm_per_token = (n_ar * 2.0 * (r.tp - 1) / r.tp * m.d_model * ACTIVATION_BYTES
                                       / g.interconnect_bytes_per_s)
-            self.tp_comm_fixed = n_ar * g.collective_latency_s
+            self.tp_comm_fixed = n_ar * g.collective_latency_s * cal.collective_latency_scale
         else:
             self.tp_comm_per_token = self.tp_comm_fixed = 0.0
         if r.pp > 1:
             self.pp_comm_per_token = ((r.pp - 1) * m.d_model * ACTIVATION_BYTES
                                       / g.interconnect_bytes_per_s)
-            self.pp_comm_fixed = (r.pp - 1) * g.collective_latency_s
+            self.pp_comm_fixed = (r.pp - 1) * g.collective_latency_s * cal.collective_latency_scale
         else:
             self.pp_comm_per_token = self.pp_comm_fixed = 0.0
         self.pp = r.pp
@@ -467,6 +475,14 @@ def prefill_time_s(r: Replica, prompt_tokens: int) -> float:
     return total
 
 
+def ttft_s(r: Replica, prompt_tokens: int) -> float:
+    """Time to first token of one request on an idle replica, seconds.
+
+    Formula: the calibration's ``request_overhead_s`` + :func:`prefill_time_s`.
+    """
+    return r.calibration.request_overhead_s + prefill_time_s(r, prompt_tokens)
+
+
 def decode_step_time_s(r: Replica, batch: int, context_tokens: int) -> float:
     """One decode iteration of ``batch`` sequences, each attending to ``context_tokens``, seconds.
 
@@ -633,7 +649,7 @@ def gpus_for_peak_load(r: Replica, requests_per_s: float, isl: int, osl: int, *,
     step = _steady_step_time_s(r, batch / r.pp, isl, osl)
     per_replica = batch / step
     replicas = math.ceil(lam * osl / (per_replica * u))
-    ttft = prefill_time_s(r, isl)
+    ttft = ttft_s(r, isl)
     in_flight = lam * (ttft + osl * step)
     gpus = replicas * r.n_gpus
     hourly = cost_per_hour_usd(r, replicas)
@@ -707,7 +723,7 @@ def estimate(model, gpu, *, gpus: int = 1, tp: int = 1, pp: int = 1, precision: 
     if reason is not None:
         out["fits"], out["reason"] = False, reason
         return out
-    out["ttft_s"] = prefill_time_s(r, isl)
+    out["ttft_s"] = ttft_s(r, isl)
     out["tpot_s"] = decode_step_time_s(r, batch, isl + osl // 2)
     out["max_output_tokens_per_s"] = replicas * saturated_throughput(r, isl, osl)["output_tokens_per_s"]
     bound = r.with_calibration(PHYSICAL)
