@@ -97,3 +97,91 @@ def test_pipeline_bubble():
     assert par.pipeline_bubble_fraction(1, 1) == 0.0
     with pytest.raises(ValueError, match="microbatches"):
         par.pipeline_bubble_fraction(4, 0)
+
+
+# ----------------------------------------------------------------------------- links and nodes
+
+H100 = catalog.get_gpu("h100-sxm")
+L40S = catalog.get_gpu("l40s")
+
+
+@pytest.mark.parametrize("tp, pp, nodes, tp_scope, inter, intra", [
+    (1, 1, 1, "intra-node", 0, 0),
+    (8, 1, 1, "intra-node", 0, 0),
+    (1, 8, 1, "intra-node", 0, 7),   # 8 stages of one GPU fill one node
+    (8, 2, 2, "intra-node", 1, 0),   # vLLM's 405B bf16 layout: one hand-off crosses nodes
+    (4, 4, 2, "intra-node", 1, 2),   # two stages per node: 1 of 3 hand-offs crosses
+    (16, 1, 2, "inter-node", 0, 0),  # a TP ring wider than a node runs over InfiniBand
+    (16, 2, 4, "inter-node", 1, 0),
+])
+def test_layout_links_place_tp_inside_nodes(tp, pp, nodes, tp_scope, inter, intra):
+    links = par.layout_links(H100, tp, pp)
+    assert links.nodes == nodes
+    assert links.tp_link.scope == tp_scope
+    assert (links.inter_node_sends, links.intra_node_sends) == (inter, intra)
+    assert links.intra.bytes_per_s == H100.interconnect_bytes_per_s  # the GPU's own NVLink
+    assert links.inter.id == catalog.DEFAULT_INTER_NODE_LINK
+
+
+def test_catalog_links_agree_with_gpus():
+    assert catalog.get_link("nvlink4").bytes_per_s == H100.interconnect_bytes_per_s
+    assert catalog.get_link("pcie4").bytes_per_s == L40S.interconnect_bytes_per_s == 32e9
+    # facts.md: 400 GB/s of InfiniBand egress per 8-GPU H100 node -> 50 GB/s behind each GPU
+    assert catalog.get_link("infiniband-ndr").bytes_per_s == 400e9 / 8
+    assert catalog.gpu_link("l40s").name == "PCIe Gen4 x16"
+    with pytest.raises(KeyError, match="unknown link"):
+        catalog.get_link("carrier-pigeon")
+
+
+def test_communication_is_zero_at_tp1_pp1():
+    for g in catalog.GPUS.values():
+        c = par.comm_coefficients(L70, g, 1, 1)
+        assert set(c.values()) == {0.0}
+        assert par.tp_comm_time_s(L70, g, 1, 1, 1000) == 0.0
+        assert par.pp_comm_time_s(L70, g, 1, 1000) == 0.0
+
+
+def test_allreduce_over_pcie_versus_nvlink_hand_values():
+    # one decode token of Llama-3.1-70B at TP=4: 160 all-reduces of 8192 x 2 bytes
+    tokens, nbytes = 1, 8192 * 2
+    nvl = 160 * (2 * 3 / 4 * nbytes / 450e9 + 5e-6)
+    pcie = 160 * (2 * 3 / 4 * nbytes / 32e9 + 10e-6)
+    assert par.tp_comm_time_s(L70, H100, 4, 1, tokens) == pytest.approx(nvl)
+    assert par.tp_comm_time_s(L70, L40S, 4, 1, tokens) == pytest.approx(pcie)
+    # the same H100s forced onto PCIe pay PCIe's bandwidth and latency
+    assert par.tp_comm_time_s(L70, H100, 4, 1, tokens, interconnect="pcie4") == pytest.approx(pcie)
+    # at 4096 tokens (a prefill chunk) bandwidth dominates: PCIe is ~14x NVLink's 450/32
+    big_ratio = (par.tp_comm_time_s(L70, L40S, 4, 1, 4096)
+                 / par.tp_comm_time_s(L70, H100, 4, 1, 4096))
+    assert 13 < big_ratio < 450 / 32
+
+
+def test_tp_across_nodes_and_pp_hand_off_over_infiniband():
+    ib = catalog.get_link("infiniband-ndr")
+    t = 100 * 8192 * 2  # bytes of 100 tokens' activations
+    # TP16: 160 rings, each limited by the InfiniBand hop
+    assert par.tp_comm_time_s(L70, H100, 16, 1, 100) == pytest.approx(
+        160 * (2 * 15 / 16 * t / ib.bytes_per_s + ib.latency_s))
+    # TP8 x PP2: the one hand-off between the two nodes goes over InfiniBand
+    assert par.pp_comm_time_s(L70, H100, 2, 100, tp=8) == pytest.approx(t / ib.bytes_per_s
+                                                                      + ib.latency_s)
+    # TP4 x PP4 over 2 nodes: 2 NVLink hand-offs and 1 over InfiniBand
+    assert par.pp_comm_time_s(L70, H100, 4, 100, tp=4) == pytest.approx(
+        2 * (t / 450e9 + 5e-6) + t / ib.bytes_per_s + ib.latency_s)
+    # without InfiniBand (one 100 Gb/s Ethernet NIC) the cross-node TP ring is far slower
+    eth = par.tp_comm_time_s(L70, H100, 16, 1, 100, inter_node="ethernet-100g")
+    assert eth > 3 * par.tp_comm_time_s(L70, H100, 16, 1, 100)
+
+
+@settings(max_examples=40, deadline=None)
+@given(tp=st.sampled_from([1, 2, 4, 8, 16, 32, 64]), pp=st.integers(1, 40),
+       tokens=st.integers(1, 10_000))
+def test_comm_coefficients_are_the_comm_times(tp, pp, tokens):
+    c = par.comm_coefficients(L70, H100, tp, pp)
+    assert c["tp_s_per_token"] * tokens + c["tp_fixed_s"] == pytest.approx(
+        par.tp_comm_time_s(L70, H100, tp, pp, tokens))
+    assert c["pp_s_per_token"] * tokens + c["pp_fixed_s"] == pytest.approx(
+        par.pp_comm_time_s(L70, H100, pp, tokens, tp=tp))
+    links = par.layout_links(H100, tp, pp)
+    assert links.inter_node_sends + links.intra_node_sends == pp - 1
+    assert links.nodes >= 1 and links.inter_node_sends <= links.nodes - 1

@@ -170,6 +170,74 @@ GPUS: dict[str, GPU] = {
 }
 
 
+# ----------------------------------------------------------------------------- links between GPUs
+
+#: GPUs in one server (HGX/DGX boards and 8-GPU PCIe servers hold 8); a layout of more GPUs spans
+#: several nodes and its cross-node traffic goes over :data:`DEFAULT_INTER_NODE_LINK`.
+GPUS_PER_NODE = 8
+
+
+@dataclass(frozen=True)
+class Link:
+    """A GPU-to-GPU link that collectives and pipeline hand-offs run over.
+
+    Attributes
+    ----------
+    id : "nvlink4", "pcie4", "infiniband-ndr", ...
+    name : human name.
+    bytes_per_s : bandwidth one GPU can send over it, per direction, bytes/s (for an inter-node link:
+        the NIC bandwidth behind each GPU).
+    latency_s : fixed cost of one collective or send over it, seconds (an assumption, not a datasheet
+        number).
+    scope : "intra-node" or "inter-node".
+    source : where the numbers come from.
+    """
+
+    id: str
+    name: str
+    bytes_per_s: float
+    latency_s: float
+    scope: str
+    source: str
+
+
+LINKS: dict[str, Link] = {
+    k.id: k
+    for k in (
+        Link("nvlink3", "NVLink 3 (A100)", 300 * GB, 5e-6, "intra-node",
+             "12 links x 25 GB/s per direction; " + _SCALING_GPUS + "; " + _NVL_LAT),
+        Link("nvlink4", "NVLink 4 (H100, H200)", 450 * GB, 5e-6, "intra-node",
+             "18 links x 25 GB/s per direction; " + _SCALING_GPUS + "; " + _NVL_LAT),
+        Link("nvlink5", "NVLink 5 (B200)", 900 * GB, 5e-6, "intra-node",
+             "18 links x 50 GB/s per direction; " + _SCALING_GPUS + "; " + _NVL_LAT),
+        Link("pcie4", "PCIe Gen4 x16 (L40S)", 32 * GB, 10e-6, "intra-node",
+             "64 GB/s bidirectional = 32 GB/s per direction (L40S datasheet copy, facts.md) "
+             "[SECONDARY]; assumption: ~10 µs per collective"),
+        Link("infiniband-ndr", "InfiniBand NDR, one 400 Gb/s NIC per GPU", 50 * GB, 20e-6, "inter-node",
+             "an H100 node has 400 GB/s of egress into InfiniBand, i.e. 50 GB/s behind each of its "
+             "8 GPUs; " + _SCALING_GPUS + "; assumption: ~20 µs per collective across nodes"),
+        Link("ethernet-100g", "100 Gb/s Ethernet, one NIC per node", 12.5 * GB, 50e-6, "inter-node",
+             "assumption: a node without InfiniBand, one 100 Gb/s NIC (12.5 GB/s per direction) and "
+             "~50 µs per collective over TCP; for the 'without InfiniBand' comparison of facts.md"),
+    )
+}
+
+#: Link between nodes when a layout needs more than :data:`GPUS_PER_NODE` GPUs.
+DEFAULT_INTER_NODE_LINK = "infiniband-ndr"
+
+
+def get_link(link: str | Link) -> Link:
+    """The :class:`Link` for an id such as ``"nvlink4"`` or ``"infiniband-ndr"`` (a Link passes through)."""
+    return link if isinstance(link, Link) else _lookup(LINKS, "link", link)
+
+
+def gpu_link(gpu: str | GPU) -> Link:
+    """The GPU's own intra-node link (its ``interconnect_*`` fields) as a :class:`Link`."""
+    g = get_gpu(gpu)
+    return Link(f"{g.id}-native", g.interconnect_kind, g.interconnect_bytes_per_s,
+                g.collective_latency_s, "intra-node", g.interconnect_source)
+
+
 # ----------------------------------------------------------------------------- models
 
 @dataclass(frozen=True)

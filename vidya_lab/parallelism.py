@@ -15,6 +15,11 @@ What is here (Megatron-style tensor parallelism, contiguous pipeline stages):
 * :func:`ring_allreduce_time_s` — 2(n−1)/n · bytes / link bandwidth + a fixed latency.
 * :func:`p2p_time_s` — one point-to-point send of activations between pipeline stages.
 * :func:`pipeline_bubble_fraction` — (p−1)/(m+p−1) of a pipeline's time is idle with m micro-batches.
+* :func:`layout_links` — which link each collective runs over: tp innermost inside a node of
+  ``GPUS_PER_NODE`` GPUs (NVLink or PCIe), pipeline stages laid out in order, so a hand-off between
+  stages on different nodes, and a TP ring wider than a node, go over the inter-node link (InfiniBand).
+* :func:`comm_coefficients` — the communication time of one iteration as (seconds per token, fixed
+  seconds) for TP and for PP: what the cost model (:mod:`vidya_lab.sizing`) adds to each step.
 
 References: Shoeybi et al., *Megatron-LM* (arXiv:1909.08053) for the TP split and its two
 all-reduces per layer; Patarasuk & Yuan (2009) for the ring all-reduce cost; Huang et al., *GPipe*
@@ -24,9 +29,20 @@ all-reduces per layer; Patarasuk & Yuan (2009) for the ring all-reduce cost; Hua
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from vidya_lab import _validate as v
-from vidya_lab.catalog import GPU, Model, get_model
+from vidya_lab.catalog import (
+    DEFAULT_INTER_NODE_LINK,
+    GPU,
+    GPUS_PER_NODE,
+    Link,
+    Model,
+    get_gpu,
+    get_link,
+    get_model,
+    gpu_link,
+)
 
 #: All-reduces per transformer block under tensor parallelism (after attention, after the MLP).
 ALLREDUCES_PER_LAYER = 2
@@ -114,26 +130,113 @@ def p2p_time_s(nbytes: float, link_bytes_per_s: float, latency_s: float) -> floa
     return nbytes / link_bytes_per_s + latency_s
 
 
+@dataclass(frozen=True)
+class LayoutLinks:
+    """The links a tp × pp layout's traffic runs over.
+
+    Attributes
+    ----------
+    intra, inter : the intra-node link (the GPU's own unless overridden) and the inter-node link.
+    nodes : servers the layout spans: ceil(tp·pp / gpus_per_node).
+    tp_link : the link the TP ring is limited by: ``inter`` when tp > gpus_per_node, else ``intra``.
+    inter_node_sends, intra_node_sends : of the pp − 1 hand-offs between consecutive stages, how many
+        cross a node boundary and how many stay inside one.
+    """
+
+    intra: Link
+    inter: Link
+    nodes: int
+    tp_link: Link
+    inter_node_sends: int
+    intra_node_sends: int
+
+
+def layout_links(gpu: GPU | str, tp: int, pp: int = 1, *, interconnect: Link | str | None = None,
+                 inter_node: Link | str | None = None,
+                 gpus_per_node: int = GPUS_PER_NODE) -> LayoutLinks:
+    """Which link each kind of traffic of a tp × pp layout uses.
+
+    Placement (Megatron's convention): the tp GPUs of a stage are neighbours inside a node, stages
+    follow each other, floor(gpus_per_node / tp) stages to a node. A TP ring wider than a node is
+    limited by its slowest hop, the inter-node link; a stage hand-off between nodes uses it too.
+
+    Parameters
+    ----------
+    gpu : the GPU (its own interconnect is the default intra-node link).
+    tp, pp : the layout.
+    interconnect : override the intra-node link (e.g. ``"pcie4"`` for an H100 PCIe box).
+    inter_node : the link between nodes; default :data:`vidya_lab.catalog.DEFAULT_INTER_NODE_LINK`.
+    gpus_per_node : GPUs in one server (default 8).
+    """
+    g = get_gpu(gpu)
+    tp = v.check_int("tp", tp, minimum=1)
+    pp = v.check_int("pp", pp, minimum=1)
+    gpn = v.check_int("gpus_per_node", gpus_per_node, minimum=1)
+    intra = gpu_link(g) if interconnect is None else get_link(interconnect)
+    inter = get_link(DEFAULT_INTER_NODE_LINK if inter_node is None else inter_node)
+    nodes = math.ceil(tp * pp / gpn)
+    if tp >= gpn:
+        crossing = pp - 1  # every stage fills (or overflows) a node: every hand-off leaves it
+    else:
+        crossing = math.ceil(pp / (gpn // tp)) - 1
+    return LayoutLinks(intra=intra, inter=inter, nodes=nodes,
+                       tp_link=inter if tp > gpn else intra,
+                       inter_node_sends=crossing, intra_node_sends=pp - 1 - crossing)
+
+
+def comm_coefficients(model: Model | str, gpu: GPU | str, tp: int, pp: int = 1, *,
+                      interconnect: Link | str | None = None, inter_node: Link | str | None = None,
+                      gpus_per_node: int = GPUS_PER_NODE,
+                      activation_bytes: float = 2.0) -> dict[str, float]:
+    """Communication of one iteration as a linear function of its tokens T, seconds.
+
+    Returns ``tp_s_per_token``, ``tp_fixed_s`` (all-reduces of one pipeline stage:
+    2·ceil(L/pp) rings, each 2(n−1)/n·T·d·bytes/BW + latency) and ``pp_s_per_token``, ``pp_fixed_s``
+    (the pp − 1 hand-offs, each T·d·bytes/BW + latency over the link it crosses). All zero at
+    tp = pp = 1. The cost model multiplies the fixed parts by its calibrated latency scale.
+    """
+    m = get_model(model)
+    links = layout_links(gpu, tp, pp, interconnect=interconnect, inter_node=inter_node,
+                         gpus_per_node=gpus_per_node)
+    act = m.d_model * activation_bytes
+    out = {"tp_s_per_token": 0.0, "tp_fixed_s": 0.0, "pp_s_per_token": 0.0, "pp_fixed_s": 0.0}
+    if tp > 1:
+        n_ar = ALLREDUCES_PER_LAYER * layers_per_stage(m, pp)
+        link = links.tp_link
+        out["tp_s_per_token"] = n_ar * 2.0 * (tp - 1) / tp * act / link.bytes_per_s
+        out["tp_fixed_s"] = n_ar * link.latency_s
+    if pp > 1:
+        a, b = links.intra, links.inter
+        out["pp_s_per_token"] = (links.intra_node_sends * act / a.bytes_per_s
+                                 + links.inter_node_sends * act / b.bytes_per_s)
+        out["pp_fixed_s"] = links.intra_node_sends * a.latency_s + links.inter_node_sends * b.latency_s
+    return out
+
+
 def tp_comm_time_s(model: Model, gpu: GPU, tp: int, pp: int, tokens: float,
-                   activation_bytes: float = 2.0) -> float:
+                   activation_bytes: float = 2.0, **links) -> float:
     """All-reduce time of one iteration on one pipeline stage, seconds.
 
-    Formula: 2 all-reduces × ceil(L/pp) layers × ring(tokens · d_model · activation_bytes).
+    Formula: 2 all-reduces × ceil(L/pp) layers × ring(tokens · d_model · activation_bytes) over the
+    layout's TP link (:func:`layout_links`; ``links`` are its keyword arguments).
     """
     if tp <= 1 or tokens <= 0:
         return 0.0
-    per = ring_allreduce_time_s(tokens * model.d_model * activation_bytes, tp,
-                                gpu.interconnect_bytes_per_s, gpu.collective_latency_s)
-    return ALLREDUCES_PER_LAYER * layers_per_stage(model, pp) * per
+    c = comm_coefficients(model, gpu, tp, pp, activation_bytes=activation_bytes, **links)
+    return c["tp_s_per_token"] * tokens + c["tp_fixed_s"]
 
 
 def pp_comm_time_s(model: Model, gpu: GPU, pp: int, tokens: float,
-                   activation_bytes: float = 2.0) -> float:
-    """Activation hand-offs of one iteration through pp stages: (pp−1) sends, seconds."""
+                   activation_bytes: float = 2.0, *, tp: int = 1, **links) -> float:
+    """Activation hand-offs of one iteration through pp stages: (pp−1) sends, seconds.
+
+    Each send goes over the intra-node link, or the inter-node one when it crosses a node boundary
+    (which depends on ``tp``: see :func:`layout_links`).
+    """
     if pp <= 1 or tokens <= 0:
         return 0.0
-    return (pp - 1) * p2p_time_s(tokens * model.d_model * activation_bytes,
-                                 gpu.interconnect_bytes_per_s, gpu.collective_latency_s)
+    c = comm_coefficients(model, gpu, tp, pp, activation_bytes=activation_bytes, **links)
+    return c["pp_s_per_token"] * tokens + c["pp_fixed_s"]
 
 
 def pipeline_bubble_fraction(pp: int, microbatches: int) -> float:
