@@ -186,20 +186,14 @@ class _Cost:
         self.miss_prob = 1.0 - m.experts_per_token / m.n_experts
         self.kv_bytes_per_token = r.kv_bytes_per_token_per_gpu
         self.bytes_per_s = g.hbm_bytes_per_s * cal.memory_efficiency
-        # communication (parallelism.py): linear in tokens, plus a fixed latency
-        n_ar = par.ALLREDUCES_PER_LAYER * ls
-        if r.tp > 1:
-            self.tp_comm_per_token = (n_ar * 2.0 * (r.tp - 1) / r.tp * m.d_model * ACTIVATION_BYTES
-                                      / g.interconnect_bytes_per_s)
-            self.tp_comm_fixed = n_ar * g.collective_latency_s * cal.collective_latency_scale
-        else:
-            self.tp_comm_per_token = self.tp_comm_fixed = 0.0
-        if r.pp > 1:
-            self.pp_comm_per_token = ((r.pp - 1) * m.d_model * ACTIVATION_BYTES
-                                      / g.interconnect_bytes_per_s)
-            self.pp_comm_fixed = (r.pp - 1) * g.collective_latency_s * cal.collective_latency_scale
-        else:
-            self.pp_comm_per_token = self.pp_comm_fixed = 0.0
+        # communication (parallelism.py): linear in tokens, plus a fixed latency per collective;
+        # a layout wider than a node pays the inter-node link (parallelism.layout_links)
+        comm = par.comm_coefficients(m, g, r.tp, r.pp, activation_bytes=ACTIVATION_BYTES)
+        scale = cal.collective_latency_scale
+        self.tp_comm_per_token = comm["tp_s_per_token"]
+        self.tp_comm_fixed = comm["tp_fixed_s"] * scale
+        self.pp_comm_per_token = comm["pp_s_per_token"]
+        self.pp_comm_fixed = comm["pp_fixed_s"] * scale
         self.pp = r.pp
         self.overhead = cal.step_overhead_s
 
