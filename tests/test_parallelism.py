@@ -185,3 +185,36 @@ def test_comm_coefficients_are_the_comm_times(tp, pp, tokens):
     links = par.layout_links(H100, tp, pp)
     assert links.inter_node_sends + links.intra_node_sends == pp - 1
     assert links.nodes >= 1 and links.inter_node_sends <= links.nodes - 1
+
+
+def test_cost_model_takes_the_chosen_links():
+    from vidya_lab import sizing
+
+    nvl = sizing.Replica("llama-3.1-70b", "h100-sxm", tp=4)
+    pcie = sizing.Replica("llama-3.1-70b", "h100-sxm", tp=4, interconnect="pcie4")
+    a = sizing.iteration_breakdown(nvl, decode_contexts=[2048])
+    b = sizing.iteration_breakdown(pcie, decode_contexts=[2048])
+    assert a["weight_read_s"] == b["weight_read_s"] and b["tp_comm_s"] > 2 * a["tp_comm_s"]
+    scale = nvl.calibration.collective_latency_scale
+    c = par.comm_coefficients(L70, H100, 4, 1, interconnect="pcie4")
+    assert b["tp_comm_s"] == pytest.approx(c["tp_s_per_token"] + c["tp_fixed_s"] * scale)
+    # PP2 x TP8 spans two nodes: its one hand-off is slower over Ethernet than over InfiniBand
+    ib = sizing.Replica("llama-3.1-405b", "h100-sxm", tp=8, pp=2, precision="fp8")
+    eth = sizing.Replica("llama-3.1-405b", "h100-sxm", tp=8, pp=2, precision="fp8",
+                         inter_node="ethernet-100g")
+    assert (sizing.iteration_breakdown(eth, decode_contexts=[1000] * 64)["pp_comm_s"]
+            > sizing.iteration_breakdown(ib, decode_contexts=[1000] * 64)["pp_comm_s"])
+    with pytest.raises(KeyError, match="unknown link"):
+        sizing.Replica("llama-3.1-8b", "h100-sxm", interconnect="nvlink9")
+
+
+def test_steady_tpot_is_the_sizing_step():
+    from vidya_lab import sizing
+
+    r = sizing.Replica("llama-3.1-70b", "h100-sxm", tp=2, pp=2, precision="fp8")
+    sized = sizing.gpus_for_peak_load(r, 10.0, 2000, 200, tpot_slo_s=0.08)
+    assert sizing.steady_tpot_s(r, sized["batch_per_replica"], 2000, 200) == pytest.approx(
+        sized["tpot_s"])
+    assert sizing.steady_tpot_s(r, sized["batch_per_replica"], 2000, 200) <= 0.08
+    with pytest.raises(ValueError, match="batch"):
+        sizing.steady_tpot_s(r, 0, 2000, 200)

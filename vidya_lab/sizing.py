@@ -69,7 +69,15 @@ from importlib import resources
 
 from vidya_lab import _validate as v
 from vidya_lab import parallelism as par
-from vidya_lab.catalog import GPU, Model, bytes_per_element, get_gpu, get_model, get_precision
+from vidya_lab.catalog import (
+    GPU,
+    Model,
+    bytes_per_element,
+    get_gpu,
+    get_link,
+    get_model,
+    get_precision,
+)
 
 MEMORY_RULES = ("vllm", "trtllm")
 #: Default memory fraction of each rule: vLLM ``gpu_memory_utilization`` and TensorRT-LLM
@@ -188,7 +196,8 @@ class _Cost:
         self.bytes_per_s = g.hbm_bytes_per_s * cal.memory_efficiency
         # communication (parallelism.py): linear in tokens, plus a fixed latency per collective;
         # a layout wider than a node pays the inter-node link (parallelism.layout_links)
-        comm = par.comm_coefficients(m, g, r.tp, r.pp, activation_bytes=ACTIVATION_BYTES)
+        comm = par.comm_coefficients(m, g, r.tp, r.pp, activation_bytes=ACTIVATION_BYTES,
+                                     interconnect=r.interconnect, inter_node=r.inter_node)
         scale = cal.collective_latency_scale
         self.tp_comm_per_token = comm["tp_s_per_token"]
         self.tp_comm_fixed = comm["tp_fixed_s"] * scale
@@ -250,6 +259,10 @@ class Replica:
     max_batched_tokens : the engine's cap on tokens in one iteration; prefills longer than this are
         chunked, and activation memory is reserved for this many tokens.
     calibration : achieved efficiencies; None → :func:`fitted_calibration`.
+    interconnect : a :data:`vidya_lab.catalog.LINKS` id for the link inside a node (e.g. "pcie4");
+        None → the GPU's own (:func:`vidya_lab.catalog.gpu_link`).
+    inter_node : the link between nodes for layouts wider than one; None →
+        :data:`vidya_lab.catalog.DEFAULT_INTER_NODE_LINK` (see :func:`vidya_lab.parallelism.layout_links`).
     """
 
     model: Model
@@ -264,6 +277,8 @@ class Replica:
     max_num_seqs: int = 256
     max_batched_tokens: int = 8192
     calibration: Calibration | None = field(default=None)
+    interconnect: str | None = None
+    inter_node: str | None = None
 
     def __post_init__(self) -> None:
         s = functools.partial(object.__setattr__, self)
@@ -284,6 +299,9 @@ class Replica:
             s("calibration", fitted_calibration())
         elif not isinstance(self.calibration, Calibration):
             raise TypeError(f"calibration must be a Calibration, got {type(self.calibration).__name__}")
+        for name in ("interconnect", "inter_node"):  # ids, validated (KeyError lists the known)
+            if getattr(self, name) is not None:
+                s(name, get_link(getattr(self, name)).id)
 
     # ------------------------------------------------------------------ layout and memory
     @property
@@ -564,6 +582,17 @@ def _steady_step_time_s(r: Replica, batch: float, isl: int, osl: int) -> float:
     new = batch / osl
     ctx = isl + osl / 2.0
     return r.step_time_s(new * isl, new * isl * (isl + 1) / 2, new * isl, new, batch, batch * ctx)
+
+
+def steady_tpot_s(r: Replica, batch: float, isl: int, osl: int) -> float:
+    """TPOT of a saturated replica holding ``batch`` sequences of isl-token prompts and osl-token
+    answers, seconds: the mean step of :func:`saturated_throughput` and :func:`gpus_for_peak_load`
+    (with pp > 1 the batch is split into pp micro-batches in flight)."""
+    _as_replica(r)
+    b = v.check_real("batch", batch, minimum=0.0, min_inclusive=False)
+    isl = v.check_int("isl", isl, minimum=1)
+    osl = v.check_int("osl", osl, minimum=1)
+    return _steady_step_time_s(r, b / r.pp, isl, osl)
 
 
 def saturated_throughput(r: Replica, isl: int, osl: int) -> dict:
