@@ -1,0 +1,367 @@
+"""Layout search: how to split a model over GPUs (TP × PP) and how many copies to run (replicas).
+
+This module sits ABOVE the cost model. It never computes a step time itself: every latency and
+throughput comes from :mod:`vidya_lab.sizing` (which takes its communication terms from
+:mod:`vidya_lab.parallelism`), and every memory verdict from :func:`vidya_lab.sizing.estimate`.
+
+The search
+----------
+:func:`search_layouts` enumerates (TP, PP) for a model on one GPU type, keeps the layouts whose
+weights and at least one ``isl + osl``-token sequence fit, sizes the replicas for the peak load with
+:func:`vidya_lab.sizing.gpus_for_peak_load` (each replica at the largest batch whose steady TPOT meets
+the target, replicas = ceil(λ·osl / (tokens/s per replica · utilisation))), and ranks them: layouts
+meeting both latency targets first, then by cost per hour, then by TPOT. It never returns a layout
+that does not fit. :func:`evaluate_layout` scores one layout (and may say it does not fit);
+:func:`pareto_frontier` keeps the layouts no other beats on both cost and TPOT;
+:func:`cost_vs_tpot_target` is the price of a tighter TPOT target.
+
+Chapter-level analyses
+----------------------
+* :func:`tpot_breakdown` — one decode step per TP degree, split into weight read, KV read, compute
+  and communication (what TP buys, and where communication stops it).
+* :func:`pipeline_schedule` — PP with m micro-batches: per-token latency, throughput and the idle
+  share of the stages (the bubble).
+* :func:`dp_scaling` — replicas multiply throughput; at a fixed load they only lower TPOT down to
+  the batch-1 floor, which only TP moves.
+
+TTFT here is the time to first token of one request on an idle replica (the floor); queueing and
+interference from other requests are chapter 5's simulator.
+
+References: Shoeybi et al., *Megatron-LM* (arXiv:1909.08053); Huang et al., *GPipe*
+(arXiv:1811.06965); Little (1961); facts.md "Deployment sizing".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+from vidya_lab import _validate as v
+from vidya_lab import parallelism as par
+from vidya_lab import sizing
+from vidya_lab.catalog import get_gpu, get_model
+
+#: The keys of the ``vidya-lab layouts --json`` contract (issue 5), in order.
+LAYOUT_KEYS = ("tp", "pp", "replicas", "gpus", "fits", "ttft_s", "tpot_s",
+               "max_output_tokens_per_s", "cost_per_hour", "meets_slo")
+
+#: Parallel degrees the search tries by default (serving engines use powers of two).
+DEFAULT_DEGREES = (1, 2, 4, 8, 16, 32)
+#: Default cap on GPUs in one replica (four 8-GPU nodes).
+DEFAULT_MAX_GPUS_PER_REPLICA = 32
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One (TP, PP, replicas) layout of a model on a GPU type, sized for a peak load.
+
+    Attributes (the first ten are the CLI's JSON contract)
+    ----------
+    tp, pp : tensor- and pipeline-parallel degrees; replicas : copies of the model.
+    gpus : replicas × tp × pp.
+    fits : weights, activation reserve and at least one isl+osl-token sequence fit in memory.
+    ttft_s : time to first token of one prompt on an idle replica, seconds (None if it does not fit).
+    tpot_s : steady decode step at the batch each replica runs at, seconds (None if it does not fit).
+    max_output_tokens_per_s : output tokens/s of all replicas at that batch (the most they deliver
+        while each keeps its TPOT), tokens/s.
+    cost_per_hour : gpus × the catalog price, USD per hour.
+    meets_slo : fits, ttft_s ≤ the TTFT target and tpot_s ≤ the TPOT target.
+    batch_per_replica : sequences each replica decodes at once.
+    max_batch_per_replica : sequences that fit (KV memory, engine cap).
+    nodes_per_replica : servers one replica spans (8 GPUs each).
+    weights_bytes_per_gpu : weight bytes on the fullest GPU.
+    min_tpot_s : decode step at batch 1 (the fastest this layout ever streams), seconds.
+    cost_per_million_output_tokens : USD per 1e6 output tokens at the peak load.
+    reason : why it does not fit or misses the SLO, else None.
+    """
+
+    tp: int
+    pp: int
+    replicas: int
+    gpus: int
+    fits: bool
+    ttft_s: float | None
+    tpot_s: float | None
+    max_output_tokens_per_s: float
+    cost_per_hour: float
+    meets_slo: bool
+    model: str = ""
+    gpu: str = ""
+    precision: str = "bf16"
+    gpus_per_replica: int = 1
+    nodes_per_replica: int = 1
+    batch_per_replica: int = 0
+    max_batch_per_replica: int = 0
+    weights_bytes_per_gpu: float = 0.0
+    min_tpot_s: float | None = None
+    cost_per_million_output_tokens: float | None = None
+    reason: str | None = None
+
+    def as_dict(self) -> dict:
+        """The contract keys first, then the extras (JSON-ready)."""
+        d = asdict(self)
+        return {**{k: d[k] for k in LAYOUT_KEYS}, **{k: d[k] for k in d if k not in LAYOUT_KEYS}}
+
+    @property
+    def label(self) -> str:
+        """``"TP4×PP1 ×3"``: the layout in one short string."""
+        return f"TP{self.tp}×PP{self.pp} ×{self.replicas}"
+
+
+def _check_targets(peak_rps, isl, osl, ttft_target_s, tpot_target_s, utilisation):
+    return (v.check_real("peak_rps", peak_rps, minimum=0.0, min_inclusive=False),
+            v.check_int("isl", isl, minimum=1), v.check_int("osl", osl, minimum=1),
+            v.check_real("ttft_target_s", ttft_target_s, minimum=0.0, min_inclusive=False),
+            v.check_real("tpot_target_s", tpot_target_s, minimum=0.0, min_inclusive=False),
+            v.check_fraction("utilisation", utilisation, allow_zero=False))
+
+
+def _replica(model, gpu, tp, pp, precision, memory_rule, kv_precision=None, interconnect=None,
+             inter_node=None) -> sizing.Replica:
+    return sizing.Replica(model, gpu, tp=tp, pp=pp, precision=precision, kv_precision=kv_precision,
+                          memory_rule=memory_rule, interconnect=interconnect, inter_node=inter_node)
+
+
+def evaluate_layout(model, gpu, tp: int, pp: int = 1, *, peak_rps: float, isl: int, osl: int,
+                    ttft_target_s: float, tpot_target_s: float, precision: str = "bf16",
+                    kv_precision: str | None = None, memory_rule: str = "vllm",
+                    utilisation: float = 0.8, interconnect: str | None = None,
+                    inter_node: str | None = None) -> Layout:
+    """Score one tp × pp layout for a peak load: fit, replicas, latency, throughput, cost.
+
+    Memory comes from :func:`vidya_lab.sizing.estimate`; replicas, TPOT and TTFT from
+    :func:`vidya_lab.sizing.gpus_for_peak_load` at the TPOT target. When no batch meets the TPOT
+    target the replicas run at their saturated batch and ``meets_slo`` is False. A layout that does
+    not fit has ``fits`` False, no latencies, zero replicas and zero cost. ``interconnect`` and
+    ``inter_node`` choose the links (:class:`vidya_lab.sizing.Replica`).
+
+    Raises ``ValueError`` for a layout the model cannot be split into (see
+    :func:`vidya_lab.parallelism.check_layout`) and ``KeyError`` for an unknown id.
+    """
+    lam, isl, osl, ttft_t, tpot_t, u = _check_targets(peak_rps, isl, osl, ttft_target_s,
+                                                      tpot_target_s, utilisation)
+    r = _replica(model, gpu, tp, pp, precision, memory_rule, kv_precision, interconnect, inter_node)
+    est = sizing.estimate(r.model, r.gpu, gpus=r.n_gpus, tp=tp, pp=pp, precision=r.precision,
+                          kv_precision=r.kv_precision, isl=isl, osl=osl, memory_rule=memory_rule)
+    common = dict(tp=tp, pp=pp, model=r.model.id, gpu=r.gpu.id, precision=r.precision,
+                  gpus_per_replica=r.n_gpus,
+                  nodes_per_replica=par.layout_links(r.gpu, tp, pp).nodes,
+                  weights_bytes_per_gpu=r.weights_bytes_per_gpu)
+    if not est["fits"]:
+        return Layout(replicas=0, gpus=0, fits=False, ttft_s=None, tpot_s=None,
+                      max_output_tokens_per_s=0.0, cost_per_hour=0.0, meets_slo=False,
+                      reason=est["reason"], **common)
+    try:
+        sized = sizing.gpus_for_peak_load(r, lam, isl, osl, tpot_slo_s=tpot_t, utilisation=u)
+        tpot_met = True
+    except ValueError:  # even batch 1 is slower than the target: run at full batch, miss the SLO
+        sized = sizing.gpus_for_peak_load(r, lam, isl, osl, utilisation=u)
+        tpot_met = False
+    reasons = []
+    if not tpot_met:
+        reasons.append(f"TPOT at batch 1 exceeds the {tpot_t:g} s target")
+    if sized["ttft_s"] > ttft_t:
+        reasons.append(f"TTFT {sized['ttft_s']:.3g} s exceeds the {ttft_t:g} s target")
+    sat = sizing.saturated_throughput(r, isl, osl)
+    return Layout(
+        replicas=sized["replicas"], gpus=sized["gpus"], fits=True, ttft_s=sized["ttft_s"],
+        tpot_s=sized["tpot_s"],
+        max_output_tokens_per_s=sized["replicas"] * sized["tokens_per_s_per_replica"],
+        cost_per_hour=sized["cost_per_hour_usd"], meets_slo=not reasons,
+        batch_per_replica=sized["batch_per_replica"], max_batch_per_replica=sat["batch"],
+        min_tpot_s=sizing.steady_tpot_s(r, 1, isl, osl),
+        cost_per_million_output_tokens=sized["cost_per_million_output_tokens_usd"],
+        reason="; ".join(reasons) or None, **common)
+
+
+def candidate_degrees(model, *, max_gpus_per_replica: int = DEFAULT_MAX_GPUS_PER_REPLICA,
+                      tps=None, pps=None) -> list[tuple[int, int]]:
+    """The (tp, pp) pairs the search tries: each from ``tps``/``pps`` (default powers of two up to
+    32), valid for the model (:func:`~vidya_lab.parallelism.check_layout`), with tp·pp at most
+    ``max_gpus_per_replica``."""
+    m = get_model(model)
+    cap = v.check_int("max_gpus_per_replica", max_gpus_per_replica, minimum=1)
+    out = []
+    for tp in sorted(set(tps or DEFAULT_DEGREES)):
+        for pp in sorted(set(pps or DEFAULT_DEGREES)):
+            if tp * pp > cap:
+                continue
+            try:
+                par.check_layout(m, tp, pp)
+            except ValueError:
+                continue
+            out.append((tp, pp))
+    return out
+
+
+def _rank_key(x: Layout):
+    return (not x.meets_slo, x.cost_per_hour, x.tpot_s, x.gpus_per_replica, x.pp)
+
+
+def search_layouts(model, gpu, *, peak_rps: float, isl: int, osl: int, ttft_target_s: float,
+                   tpot_target_s: float, precision: str = "bf16", kv_precision: str | None = None,
+                   memory_rule: str = "vllm", utilisation: float = 0.8,
+                   max_gpus_per_replica: int = DEFAULT_MAX_GPUS_PER_REPLICA, tps=None,
+                   pps=None, interconnect: str | None = None,
+                   inter_node: str | None = None) -> list[Layout]:
+    """Every layout of ``model`` on ``gpu`` that fits, sized for ``peak_rps``, ranked.
+
+    Order: layouts meeting both targets first; then cost per hour, TPOT, GPUs per replica (fewer
+    first: fewer parts to fail) and pp (lower first). Layouts that do not fit are left out; an empty
+    list means none fits within ``max_gpus_per_replica``.
+
+    Parameters
+    ----------
+    model, gpu : catalog ids.
+    peak_rps : the peak request rate the fleet must absorb, requests/s.
+    isl, osl : mean prompt and answer lengths, tokens.
+    ttft_target_s, tpot_target_s : the latency targets, seconds.
+    precision, kv_precision, memory_rule : as for :class:`vidya_lab.sizing.Replica`.
+    utilisation : the busiest fraction of a replica's throughput we plan to use (headroom).
+    max_gpus_per_replica, tps, pps : the space searched (:func:`candidate_degrees`).
+    interconnect, inter_node : link ids overriding the GPU's own and the default InfiniBand.
+    """
+    get_gpu(gpu)
+    _check_targets(peak_rps, isl, osl, ttft_target_s, tpot_target_s, utilisation)
+    found = []
+    for tp, pp in candidate_degrees(model, max_gpus_per_replica=max_gpus_per_replica, tps=tps,
+                                    pps=pps):
+        lay = evaluate_layout(model, gpu, tp, pp, peak_rps=peak_rps, isl=isl, osl=osl,
+                              ttft_target_s=ttft_target_s, tpot_target_s=tpot_target_s,
+                              precision=precision, kv_precision=kv_precision,
+                              memory_rule=memory_rule, utilisation=utilisation,
+                              interconnect=interconnect, inter_node=inter_node)
+        if lay.fits:
+            found.append(lay)
+    return sorted(found, key=_rank_key)
+
+
+def cheapest_layout(model, gpu, **kwargs) -> Layout | None:
+    """The first layout of :func:`search_layouts` that meets the SLO, or None when none does."""
+    ranked = search_layouts(model, gpu, **kwargs)
+    return ranked[0] if ranked and ranked[0].meets_slo else None
+
+
+def pareto_frontier(layouts) -> list[Layout]:
+    """The layouts no other fitting layout beats on both cost per hour and TPOT, cheapest first.
+
+    A layout is dominated when another costs no more and streams no slower, and is better on one.
+    """
+    pts = sorted((x for x in layouts if x.fits), key=lambda x: (x.cost_per_hour, x.tpot_s))
+    out, best_tpot = [], math.inf
+    for x in pts:
+        if x.tpot_s < best_tpot:
+            out.append(x)
+            best_tpot = x.tpot_s
+    return out
+
+
+def cost_vs_tpot_target(model, gpu, tpot_targets, **kwargs) -> list[dict]:
+    """The cheapest layout meeting each TPOT target: the price of streaming faster.
+
+    Returns one dict per target: ``tpot_target_s``, ``layout`` (a :class:`Layout` or None) and
+    ``cost_per_hour`` (None when no layout meets it). ``kwargs`` as :func:`search_layouts`.
+    """
+    rows = []
+    for t in tpot_targets:
+        best = cheapest_layout(model, gpu, tpot_target_s=t, **kwargs)
+        rows.append({"tpot_target_s": float(t), "layout": best,
+                     "cost_per_hour": None if best is None else best.cost_per_hour})
+    return rows
+
+
+# ----------------------------------------------------------------------------- chapter analyses
+
+def tpot_breakdown(model, gpu, tps=(1, 2, 4, 8), *, pp: int = 1, batch: int = 1,
+                   context_tokens: int = 2048, precision: str = "bf16",
+                   memory_rule: str = "vllm", interconnect: str | None = None,
+                   inter_node: str | None = None) -> list[dict]:
+    """One decode step at each TP degree, split into its parts (seconds).
+
+    Each dict: ``tp``, ``pp``, ``weights_fit`` (bool), ``weights_bytes_per_gpu``, and
+    :func:`vidya_lab.sizing.iteration_breakdown` of ``batch`` sequences at ``context_tokens``
+    (``weight_read_s``, ``kv_read_s``, ``compute_s``, ``tp_comm_s``, ``pp_comm_s``, ``overhead_s``,
+    ``total_s`` = the TPOT), plus ``comm_s`` (tp + pp) and ``speedup`` (total at the first tp ÷
+    this total). A layout whose weights do not fit is still timed (as if memory were no limit).
+    """
+    b = v.check_int("batch", batch, minimum=1)
+    ctx = v.check_int("context_tokens", context_tokens, minimum=1)
+    rows = []
+    for tp in tps:
+        r = _replica(model, gpu, tp, pp, precision, memory_rule, None, interconnect, inter_node)
+        br = sizing.iteration_breakdown(r, decode_contexts=[ctx] * b)
+        rows.append({"tp": tp, "pp": pp, "weights_fit": r.weights_fit,
+                     "weights_bytes_per_gpu": r.weights_bytes_per_gpu, **br,
+                     "comm_s": br["tp_comm_s"] + br["pp_comm_s"]})
+    for row in rows:
+        row["speedup"] = rows[0]["total_s"] / row["total_s"]
+    return rows
+
+
+def pipeline_schedule(r: sizing.Replica, batch: int, context_tokens: int,
+                      microbatches: int | None = None) -> dict:
+    """Decode through pp stages with the batch cut into m micro-batches (default m = pp; m must
+    divide the batch).
+
+    Each micro-batch of batch/m sequences passes the pp stages in turn; a stage serves one
+    micro-batch at a time. Per token round a micro-batch waits max(pp, m) stage times, so
+    TPOT = overhead + max(pp, m)·stage(batch/m) + hand-offs, throughput = batch / TPOT, and the
+    stages idle 1 − min(m, pp)/pp of the time. ``gpipe_bubble`` is the one-pass figure
+    (pp−1)/(m+pp−1) of :func:`vidya_lab.parallelism.pipeline_bubble_fraction`.
+
+    The stage time comes from :func:`vidya_lab.sizing.iteration_breakdown`:
+    stage = (total − overhead − hand-offs) / pp. At m = pp this TPOT equals the cost model's step
+    for a micro-batch of batch/pp sequences (what :func:`~vidya_lab.sizing.saturated_throughput`
+    uses).
+
+    Returns ``microbatches``, ``stage_s``, ``tpot_s``, ``tokens_per_s``, ``idle_fraction``,
+    ``gpipe_bubble``.
+    """
+    if not isinstance(r, sizing.Replica):
+        raise TypeError(f"r must be a sizing.Replica, got {type(r).__name__}")
+    b = v.check_int("batch", batch, minimum=1)
+    ctx = v.check_int("context_tokens", context_tokens, minimum=1)
+    m = r.pp if microbatches is None else v.check_int("microbatches", microbatches, minimum=1,
+                                                      maximum=b)
+    if b % m:
+        raise ValueError(f"batch must be a multiple of microbatches={m}, got {b}")
+    br = sizing.iteration_breakdown(r, decode_contexts=[ctx] * (b // m))
+    stage = (br["total_s"] - br["overhead_s"] - br["pp_comm_s"]) / r.pp
+    tpot = br["overhead_s"] + max(r.pp, m) * stage + br["pp_comm_s"]
+    return {"microbatches": m, "stage_s": stage, "tpot_s": tpot, "tokens_per_s": b / tpot,
+            "idle_fraction": 1.0 - min(m, r.pp) / r.pp,
+            "gpipe_bubble": par.pipeline_bubble_fraction(r.pp, m)}
+
+
+def dp_scaling(r: sizing.Replica, requests_per_s: float, isl: int, osl: int,
+               replicas=(1, 2, 4, 8, 16)) -> list[dict]:
+    """What more replicas of one layout do at a fixed load.
+
+    For n replicas each takes λ/n; it runs at the smallest batch whose output rate
+    (batch / steady step) covers λ·osl/n tokens/s. Each dict: ``replicas``, ``gpus``, ``batch``,
+    ``tpot_s`` (None when even the largest batch cannot keep up: overloaded),
+    ``capacity_tokens_per_s`` (n × saturated throughput). Capacity grows n-fold; TPOT falls only to
+    the batch-1 step, the floor that only a faster layout (more TP) lowers.
+    """
+    lam = v.check_real("requests_per_s", requests_per_s, minimum=0.0, min_inclusive=False)
+    isl = v.check_int("isl", isl, minimum=1)
+    osl = v.check_int("osl", osl, minimum=1)
+    sat = sizing.saturated_throughput(r, isl, osl)
+    bmax = sat["batch"]
+    rows = []
+    for n in replicas:
+        n = v.check_int("replicas", n, minimum=1)
+        need = lam * osl / n
+        batch = tpot = None
+        if bmax >= 1 and sat["output_tokens_per_s"] >= need:
+            lo, hi = 1, bmax  # smallest batch with batch/step >= need (throughput grows with batch)
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if mid / sizing.steady_tpot_s(r, mid, isl, osl) >= need:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            batch, tpot = lo, sizing.steady_tpot_s(r, lo, isl, osl)
+        rows.append({"replicas": n, "gpus": n * r.n_gpus, "batch": batch, "tpot_s": tpot,
+                     "capacity_tokens_per_s": n * sat["output_tokens_per_s"]})
+    return rows
