@@ -260,3 +260,16 @@ def test_trace_csv_reads_the_fixture():
     t = slo.read_trace_csv(DATA / "small_trace.csv")
     assert list(t.request_id) == ["r1", "r2", "r3", "r4"]
     assert slo.summarize(t) == slo.summarize(hand_trace())
+
+
+def test_trace_csv_round_trip(tmp_path):
+    from vidya_lab import toyserver
+
+    w = toyserver.tutor_workload(2.4, 60.0, seed=5)
+    t = toyserver.simulate(w, toyserver.ToyServer(max_queue=2))
+    path = tmp_path / "trace.csv"
+    slo.write_trace_csv(t, path)
+    back = slo.read_trace_csv(path)
+    assert back.counts() == t.counts() and t.counts()["rejected"] > 0
+    assert slo.summarize(back, SLO(ttft_s=2.0)) == slo.summarize(t, SLO(ttft_s=2.0))
+    assert np.array_equal(back.admitted_s, t.admitted_s, equal_nan=True)

@@ -115,6 +115,7 @@ __all__ = [
     "TOKENS_PER_WORD",
     "summarize",
     "read_trace_csv",
+    "write_trace_csv",
     "TRACE_COLUMNS",
 ]
 
@@ -1028,3 +1029,23 @@ def read_trace_csv(path) -> Timelines:
                                  output_tokens=np.asarray(n, dtype=np.int64), admitted_s=s,
                                  outcome=np.asarray(oc, dtype=np.int8),
                                  request_id=np.asarray(ids, dtype=str), klass=kl)
+
+
+def write_trace_csv(timelines, path) -> None:
+    """Write timelines as a trace CSV that :func:`read_trace_csv` and ``vidya-lab slo`` read.
+
+    Columns: :data:`TRACE_COLUMNS`, then ``outcome``, ``admitted_s`` and ``klass``; times in seconds
+    with full precision, empty where not recorded.
+    """
+    t = as_timelines(timelines)
+
+    def cell(x: float) -> str:
+        return "" if math.isnan(x) else repr(float(x))
+
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        w = csv.writer(handle)
+        w.writerow([*TRACE_COLUMNS, "outcome", "admitted_s", "klass"])
+        for i in range(len(t)):
+            w.writerow([_plain(t.request_id[i]), cell(t.arrival_s[i]), cell(t.first_token_s[i]),
+                        cell(t.finish_s[i]), int(t.output_tokens[i]), OUTCOMES[int(t.outcome[i])],
+                        cell(t.admitted_s[i]), str(t.klass[i])])

@@ -86,8 +86,10 @@ def draw(view: dict, fig: Figure | None = None) -> Figure:
 
 def build():
     """The widget: sliders for the TTFT target, the TPOT target and the load; the figure below."""
+    import io
+
     import ipywidgets as widgets
-    from IPython.display import display
+    from IPython.display import Image, display
 
     style = {"description_width": "11em"}
     layout = widgets.Layout(width="32em")
@@ -103,11 +105,68 @@ def build():
 
     def update(_change=None):
         fig = draw(compute_view(ttft.value, tpot.value, rate.value))
+        png = io.BytesIO()
+        fig.savefig(png, format="png", dpi=90)
         out.clear_output(wait=True)
-        with out:
-            display(fig)
+        with out:  # a PNG, whatever matplotlib backend the kernel runs
+            display(Image(data=png.getvalue(), format="png"))
 
     for w in (ttft, tpot, rate):
         w.observe(update, names="value")
     update()
     return widgets.VBox([ttft, tpot, rate, out])
+
+
+# ----------------------------------------------------------------------------- the timeline figure
+
+def timeline_example(seed: int = 12) -> slo.Timelines:
+    """A few requests on a two-slot toy replica, with every token's emit time (for the figure).
+
+    Short answers (mean 40 tokens) so each token is visible; four requests arriving as a Poisson
+    stream of 3 requests/s, so the third has to wait for a free slot.
+    """
+    from vidya_lab.workload import LognormalLength, make_workload, poisson_arrivals
+
+    arrivals = poisson_arrivals(3.0, 10.0, seed=seed)[:4]
+    w = make_workload(arrivals, prompt_tokens=LognormalLength(TANVI.prompt_tokens_mean,
+                                                              TANVI.prompt_tokens_mean),
+                      output_tokens=LognormalLength(40, 30, min_tokens=8), seed=seed)
+    return simulate(w, ToyServer(max_batch=2), record_token_times=True)
+
+
+def draw_timelines(trace: slo.Timelines, fig: Figure | None = None) -> Figure:
+    """Draw each request's timeline: waiting, prefill, and every token as a tick; label TTFT and e2e.
+
+    The bars are the trace's own timestamps (arrival, admission, first token, each token, finish).
+    """
+    fig = fig or Figure(figsize=(9, 1.2 + 0.75 * len(trace)))
+    fig.clear()
+    ax = fig.subplots()
+    t0 = float(np.min(trace.arrival_s))
+    for row in range(len(trace)):
+        r = trace.record(row)
+        y = len(trace) - 1 - row
+        a, s, f, c = (x - t0 for x in (r.arrival_s, r.admitted_s, r.first_token_s, r.finish_s))
+        ax.barh(y, s - a, left=a, height=0.5, color="#f2c57c", label="waiting in the queue" if row == 0 else None)
+        ax.barh(y, f - s, left=s, height=0.5, color="#d9534f", label="prefill (one step)" if row == 0 else None)
+        ax.barh(y, c - f, left=f, height=0.5, color="#9ab7d3", label="decode" if row == 0 else None)
+        ticks = np.asarray(r.token_times_s) - t0
+        ax.vlines(ticks, y - 0.25, y + 0.25, color="#1f3b57", lw=0.6,
+                  label="a token is emitted" if row == 0 else None)
+        ax.plot([a], [y], marker="v", color="black", ms=7, label="arrival" if row == 0 else None)
+        ax.annotate("", xy=(f, y + 0.42), xytext=(a, y + 0.42),
+                    arrowprops={"arrowstyle": "<->", "lw": 0.9})
+        ax.text((a + f) / 2, y + 0.47, f"TTFT {f - a:.2f} s", ha="center", va="bottom", fontsize=8)
+        tpot = (c - f) / (r.output_tokens - 1) if r.output_tokens > 1 else float("nan")
+        ax.text(c + 0.01, y, f"{r.output_tokens} tokens, TPOT {tpot * 1000:.0f} ms, "
+                f"e2e {c - a:.2f} s", va="center", fontsize=8)
+    ax.set_yticks(range(len(trace)), [f"request {i}" for i in reversed(range(len(trace)))])
+    ax.set_ylim(-0.6, len(trace) - 0.1 + 0.3)
+    right = float(np.nanmax(trace.finish_s)) - t0
+    ax.set_xlim(-0.02, right * 1.45)
+    ax.set_xlabel("time since the first arrival (s)")
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), fontsize=7, ncol=5, frameon=False)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    fig.tight_layout()
+    return fig
