@@ -72,7 +72,7 @@ def rows_from_mapping(results: dict) -> list[dict]:
     for name, value in results.items():
         match = _UNIT.match(name)
         figure, unit = (match["figure"], match["unit"]) if match else (name, "")
-        rows.append({"figure": figure, "value": float(value), "unit": unit})
+        rows.append({"figure": figure, "value": float(f"{float(value):.3g}"), "unit": unit})
     return rows
 
 
