@@ -1,0 +1,281 @@
+"""The replica simulator: theory (M/M/1, M/D/1), the cost model step by step, invariants, policies."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vidya_lab import admission as ad
+from vidya_lab import queueing, sizing
+from vidya_lab.slo import Timelines
+from vidya_lab.workload import LognormalLength, Workload, poisson_arrivals
+
+R70 = sizing.Replica("llama-3.3-70b", "h100-sxm", tp=4)
+#: A deliberately small KV pool (a few thousand blocks) so preemption happens in short runs.
+SMALL = sizing.Replica("llama-3.1-70b", "h100-sxm", tp=4, memory_fraction=0.6)
+
+
+def _validate(res):
+    """Rebuild the timelines through slo's validating constructor: every token time consistent."""
+    t = res.timelines
+    seqs = [t.token_times_s[t.token_offsets[i]:t.token_offsets[i + 1]] for i in range(len(t))]
+    Timelines.from_arrays(arrival_s=t.arrival_s, first_token_s=t.first_token_s,
+                          finish_s=t.finish_s, output_tokens=t.output_tokens,
+                          admitted_s=t.admitted_s, outcome=t.outcome, request_id=t.request_id,
+                          token_times_s=seqs)
+
+
+# ----------------------------------------------------------------------------- theory
+
+def _single_server_waits(service, lam, n_target, seed):
+    rng = np.random.default_rng(seed)
+    arr = poisson_arrivals(lam, n_target / lam, seed=rng)
+    n = arr.size
+    w = Workload.from_arrays(arr, np.full(n, 8), np.ones(n, dtype=int))
+    st_s = service(rng, n)
+    res = ad.simulate(R70, w, ad.SchedulerConfig(policy="fcfs", max_batch=1), service_time_s=st_s)
+    assert res.finished == n
+    t = res.timelines
+    return t.admitted_s - t.arrival_s
+
+
+def _batch_means_se(x, batches=20):
+    b = x[: (x.size // batches) * batches].reshape(batches, -1).mean(axis=1)
+    return b.std(ddof=1) / math.sqrt(batches)
+
+
+@pytest.mark.parametrize("kind", ["M/M/1", "M/D/1"])
+def test_single_server_mode_reproduces_queueing_theory(kind):
+    lam, mean_s = 0.5, 1.0   # ρ = 0.5
+    if kind == "M/M/1":
+        waits = _single_server_waits(lambda rng, n: rng.exponential(mean_s, n), lam, 20000, 7)
+        theory = queueing.mm1_mean_wait_s(lam, 1 / mean_s)     # 1.0 s
+    else:
+        waits = _single_server_waits(lambda rng, n: np.full(n, mean_s), lam, 20000, 7)
+        theory = queueing.md1_mean_wait_s(lam, mean_s)         # 0.5 s
+    se = _batch_means_se(waits)
+    assert abs(waits.mean() - theory) < 4 * se, (waits.mean(), theory, se)
+    assert se < 0.1 * theory        # the run is long enough for the check to mean something
+
+
+def test_service_mode_is_checked():
+    w = Workload.from_arrays([0.0, 1.0], [8, 8], [1, 2])
+    with pytest.raises(ValueError, match="output_tokens == 1"):
+        ad.simulate(R70, w, ad.SchedulerConfig(policy="fcfs"), service_time_s=[1.0, 1.0])
+    w1 = Workload.from_arrays([0.0, 1.0], [8, 8], [1, 1])
+    with pytest.raises(ValueError, match="policy 'fcfs'"):
+        ad.simulate(R70, w1, ad.SchedulerConfig(policy="chunked"), service_time_s=[1.0, 1.0])
+    with pytest.raises(ValueError, match="one time per workload request"):
+        ad.simulate(R70, w1, ad.SchedulerConfig(policy="fcfs"), service_time_s=[1.0])
+
+
+# ----------------------------------------------------------------------------- the cost model, step by step
+
+def test_one_request_follows_the_cost_model_exactly():
+    p, m = 1000, 5
+    w = Workload.from_arrays([0.0], [p], [m])
+    res = ad.simulate(R70, w, ad.SchedulerConfig(policy="fcfs"))
+    t = res.timelines
+    times = t.token_times_s
+    assert times.size == m
+    assert times[0] == pytest.approx(sizing.iteration_time_s(R70, prefill=[(p, 0)]))
+    assert times[0] == pytest.approx(sizing.prefill_time_s(R70, p))
+    for j in range(1, m):   # the j-th decode attends to the prompt plus j generated tokens
+        gap = sizing.iteration_time_s(R70, decode_contexts=[p + j])
+        assert times[j] - times[j - 1] == pytest.approx(gap)
+    assert t.admitted_s[0] == 0.0 and t.finish_s[0] == times[-1]
+    assert list(res.iterations.prefill_tokens) == [p, 0, 0, 0, 0]
+    assert list(res.iterations.decode_count) == [0, 1, 1, 1, 1]
+
+
+def test_chunked_prefill_splits_a_prompt_into_budget_sized_steps():
+    p, c = 5000, 2048
+    w = Workload.from_arrays([0.0], [p], [2])
+    res = ad.simulate(R70, w, ad.SchedulerConfig(policy="chunked", chunk_tokens=c))
+    log = res.iterations
+    assert list(log.prefill_tokens) == [2048, 2048, 904, 0]
+    want = [sizing.iteration_time_s(R70, prefill=[(2048, 0)]),
+            sizing.iteration_time_s(R70, prefill=[(2048, 2048)]),
+            sizing.iteration_time_s(R70, prefill=[(904, 4096)]),
+            sizing.iteration_time_s(R70, decode_contexts=[p + 1])]
+    assert log.duration_s == pytest.approx(want)
+    # chunking costs time: three chunks take longer than one whole-prompt step
+    assert sum(want[:3]) > sizing.iteration_time_s(R70, prefill=[(p, 0)])
+
+
+# ----------------------------------------------------------------------------- the freeze and its cures
+
+def _upload_run(policy, **kw):
+    w = ad.upload_workload(1.0, 60.0, seed=4, upload_at_s=20.0, output_tokens=200)
+    return ad.simulate(R70, w, ad.SchedulerConfig(policy=policy, **kw))
+
+
+def test_fcfs_freezes_everyone_for_the_whole_upload_prefill():
+    res = _upload_run("fcfs")
+    freeze = sizing.prefill_time_s(R70, ad.TANVI.upload_tokens)
+    emit, gaps = ad.itl_timeline(res)
+    assert gaps.max() >= freeze                        # some student waited the whole prefill
+    # ... and that gap spans the upload's own prefill step
+    up = res.timelines[res.timelines.klass == ad.UPLOAD]
+    f_up = up.first_token_s[0]
+    step = sizing.iteration_time_s(R70, prefill=[(ad.TANVI.upload_tokens, 0)])
+    j = np.argmax(gaps)
+    assert emit[j] - gaps[j] <= f_up - step + 1e-9 and emit[j] >= f_up
+
+
+def test_chunked_prefill_keeps_students_streaming_through_the_upload():
+    fcfs, chunked = _upload_run("fcfs"), _upload_run("chunked", chunk_tokens=512)
+    freeze = sizing.prefill_time_s(R70, ad.TANVI.upload_tokens)
+    _, g_chunked = ad.itl_timeline(chunked)
+    assert g_chunked.max() < freeze / 10
+    up = lambda r: r.timelines[r.timelines.klass == ad.UPLOAD]  # noqa: E731
+    # the price: the upload itself takes longer to its first token
+    assert (up(chunked).first_token_s[0] - 20.0) > (up(fcfs).first_token_s[0] - 20.0)
+
+
+def test_strict_priority_starves_the_upload_and_aging_rescues_it():
+    # students keep the prefill budget busy; the upload (rank 1) waits behind every one of them
+    w = ad.upload_workload(3.0, 40.0, seed=5, upload_at_s=1.0, output_tokens=20)
+    strict = ad.simulate(R70, w, ad.SchedulerConfig(policy="priority", chunk_tokens=512))
+    aged = ad.simulate(R70, w, ad.SchedulerConfig(policy="priority", chunk_tokens=512, aging_s=2.0))
+    fifo = ad.simulate(R70, w, ad.SchedulerConfig(policy="chunked", chunk_tokens=512))
+
+    def up_ttft(r):
+        t = r.timelines[r.timelines.klass == ad.UPLOAD]
+        return float(t.first_token_s[0] - t.arrival_s[0])
+    assert up_ttft(strict) > up_ttft(aged) >= up_ttft(fifo) * 0.5
+    # while starved it never got a token: its first token came after the students' arrivals thinned
+    assert up_ttft(strict) > 10.0
+
+
+# ----------------------------------------------------------------------------- admission control
+
+def test_queue_cap_rejects_at_arrival_with_a_reason():
+    w = Workload.from_arrays(np.zeros(6), np.full(6, 100), np.full(6, 3))
+    res = ad.simulate(R70, w, ad.SchedulerConfig(policy="fcfs", max_queue=4))
+    c = res.counts()
+    assert c == {**c, "arrived": 6, "finished": 4, "rejected": 2, "in_flight": 0,
+                 "rejected_queue_full": 2}
+    t = res.timelines
+    rej = t.outcome == 1
+    assert np.all(t.finish_s[rej] == t.arrival_s[rej])
+    assert set(res.reject_reason[rej]) == {"queue_full"}
+    assert np.all(np.isnan(t.first_token_s[rej]))
+
+
+def test_tokens_in_flight_cap_and_too_long():
+    w = Workload.from_arrays([0.0, 0.0, 0.0], [1000, 1000, 10_000_000], [100, 100, 10])
+    res = ad.simulate(R70, w, ad.SchedulerConfig(max_tokens_in_flight=1500))
+    c = res.counts()
+    assert (c["finished"], c["rejected_tokens_in_flight"], c["rejected_too_long"]) == (1, 1, 1)
+    assert list(res.reject_reason) == ["", "tokens_in_flight", "too_long"]
+
+
+def test_deadline_sheds_waiting_requests_at_their_deadline():
+    # one slot: requests queue behind each other; those not admitted within 0.5 s are shed
+    w = Workload.from_arrays(np.zeros(5), np.full(5, 500), np.full(5, 50))
+    res = ad.simulate(R70, w, ad.SchedulerConfig(policy="fcfs", max_batch=1, queue_deadline_s=0.5))
+    t = res.timelines
+    shed = res.reject_reason == "deadline"
+    assert shed.sum() == 4 and res.finished == 1
+    assert t.finish_s[shed] == pytest.approx(t.arrival_s[shed] + 0.5)
+    assert np.all(np.isnan(t.admitted_s[shed]))
+
+
+# ----------------------------------------------------------------------------- memory
+
+def test_preemption_recomputes_and_loses_nothing():
+    w = ad.poisson_workload(3.0, 60.0, seed=2, prompt_tokens=2000, output_tokens=600)
+    res = ad.simulate(SMALL, w, ad.SchedulerConfig(policy="chunked"))
+    assert res.preemptions > 0
+    assert res.finished == len(w)
+    assert np.all(res.timelines.output_tokens == w.output_tokens)
+    assert res.kv_blocks_free_end == res.kv_blocks_total
+    assert res.iterations.kv_blocks_used.max() <= res.kv_blocks_total
+    # recomputation shows as extra prefill work: more prompt tokens processed than were sent
+    assert res.iterations.prefill_tokens.sum() > w.prompt_tokens.sum()
+    _validate(res)
+    reserve = ad.simulate(SMALL, w, ad.SchedulerConfig(policy="chunked", kv_policy="reserve"))
+    assert reserve.preemptions == 0 and reserve.finished == len(w)
+    assert reserve.iterations.prefill_tokens.sum() == w.prompt_tokens.sum()
+
+
+@settings(max_examples=25, deadline=None)
+@given(policy=st.sampled_from(ad.POLICIES), kv=st.sampled_from(ad.KV_POLICIES),
+       rate=st.floats(0.5, 8.0), seed=st.integers(0, 10_000), drain=st.booleans(),
+       max_queue=st.one_of(st.none(), st.integers(1, 20)),
+       deadline=st.one_of(st.none(), st.floats(0.2, 5.0)),
+       chunk=st.integers(64, 4096))
+def test_conservation_and_consistency(policy, kv, rate, seed, drain, max_queue, deadline, chunk):
+    w = ad.upload_workload(rate, 20.0, seed=seed, upload_at_s=5.0, upload_tokens=20_000,
+                           output_tokens=LognormalLength(120, 80, max_tokens=600),
+                           prompt_tokens=LognormalLength(1500, 1000, max_tokens=8000))
+    cfg = ad.SchedulerConfig(policy=policy, kv_policy=kv, max_queue=max_queue,
+                             queue_deadline_s=deadline, chunk_tokens=chunk, aging_s=3.0)
+    res = ad.simulate(SMALL, w, cfg, duration_s=20.0, drain=drain)
+    c = res.counts()
+    assert c["arrived"] == len(w) == c["finished"] + c["rejected"] + c["in_flight"]
+    assert c["rejected"] == sum(c[f"rejected_{r}"] for r in ad.REJECT_REASONS)
+    if drain:
+        assert c["in_flight"] == 0 and res.kv_blocks_free_end == res.kv_blocks_total
+    fin = res.timelines.finished
+    tok = np.diff(res.timelines.token_offsets)
+    assert np.all(tok[fin] == res.timelines.output_tokens[fin])
+    assert np.all(res.iterations.kv_blocks_used <= res.kv_blocks_total)
+    _validate(res)
+
+
+def test_same_seed_same_result():
+    a = _upload_run("priority", aging_s=5.0)
+    b = _upload_run("priority", aging_s=5.0)
+    np.testing.assert_array_equal(a.timelines.token_times_s, b.timelines.token_times_s)
+    np.testing.assert_array_equal(a.iterations.duration_s, b.iterations.duration_s)
+
+
+def test_stop_at_duration_reports_in_flight():
+    w = ad.poisson_workload(2.0, 30.0, seed=1)
+    res = ad.simulate(R70, w, duration_s=30.0, drain=False)
+    assert res.in_flight > 0
+    assert res.arrived == res.finished + res.rejected + res.in_flight
+    assert res.iterations.start_s.max() < 30.0
+    s = res.summary()
+    assert {"arrived", "finished", "rejected", "in_flight", "ttft_s", "tpot_s", "e2e_s", "itl_s",
+            "wall_s"} <= set(s)
+    assert set(s["itl_s"]) == {"p50", "p99", "max"}
+
+
+def test_window_summary_and_itl_timeline():
+    res = _upload_run("fcfs")
+    before = ad.window_summary(res, 0.0, 20.0)
+    during = ad.window_summary(res, 20.0, 30.0)
+    assert during["itl_max_s"] > 4 * before["itl_max_s"]
+    assert during["itl_max_s"] == pytest.approx(ad.itl_timeline(res)[1].max())
+    emit, gaps = ad.itl_timeline(res, klass=None)
+    assert np.all(np.diff(emit) >= 0) and np.all(gaps > 0)
+    with pytest.raises(ValueError, match="end_s"):
+        ad.window_summary(res, 5.0, 5.0)
+
+
+def test_bad_input_is_named():
+    w = Workload.from_arrays([0.0], [10], [0])
+    with pytest.raises(ValueError, match="output_tokens >= 1"):
+        ad.simulate(R70, w)
+    with pytest.raises(ValueError, match="policy"):
+        ad.SchedulerConfig(policy="lifo")
+    with pytest.raises(ValueError, match="chunk_tokens"):
+        ad.SchedulerConfig(chunk_tokens=0)
+    with pytest.raises(ValueError, match="max_queue"):
+        ad.SchedulerConfig(max_queue=0)
+    with pytest.raises(TypeError, match="workload"):
+        ad.simulate(R70, [1, 2, 3])
+    with pytest.raises(TypeError, match="replica"):
+        ad.simulate("llama", Workload.from_arrays([0.0], [10], [1]))
+    with pytest.raises(ValueError, match="upload_at_s"):
+        ad.upload_workload(1.0, 10.0, seed=0, upload_at_s=10.0)
+    with pytest.raises(ValueError, match="drain=False needs duration_s"):
+        ad.simulate(R70, Workload.from_arrays([0.0], [10], [1]), drain=False)
+    no_kv = sizing.Replica("llama-3.3-70b", "h100-sxm", tp=1)
+    with pytest.raises(ValueError, match="no KV memory"):
+        ad.simulate(no_kv, Workload.from_arrays([0.0], [10], [1]))
