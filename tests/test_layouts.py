@@ -287,3 +287,16 @@ def test_estimate_honours_tp_and_pp_through_parallelism():
     assert a["weights_bytes_per_gpu"] != b["weights_bytes_per_gpu"] and a["tpot_s"] < b["tpot_s"]
     assert math.isclose(sizing.estimate(m.id, "h100-sxm", gpus=8, tp=4)["max_output_tokens_per_s"],
                         2 * a["max_output_tokens_per_s"])
+
+
+@settings(max_examples=25, deadline=None)
+@given(tp=st.sampled_from([1, 2, 4, 8, 16]), pp=st.sampled_from([1, 2, 4]),
+       batch=st.integers(1, 300), ctx=st.integers(1, 20_000),
+       gpu=st.sampled_from(sorted(catalog.GPUS)), link=st.sampled_from([None, "pcie4", "nvlink5"]))
+def test_tpot_parts_add_up_to_the_step(tp, pp, batch, ctx, gpu, link):
+    r = sizing.Replica(TANVI.model_id, gpu, tp=tp, pp=pp, interconnect=link)
+    parts = layouts.tpot_parts(r, batch, ctx)
+    assert sum(parts[k] for k in layouts.TPOT_PARTS) == pytest.approx(parts["total_s"], rel=1e-12)
+    assert parts["total_s"] == pytest.approx(sizing.decode_step_time_s(r, batch, ctx), rel=1e-12)
+    assert all(parts[k] >= 0 for k in layouts.TPOT_PARTS)
+    assert (parts["communication_s"] == 0) == (tp == 1 and pp == 1)

@@ -19,6 +19,7 @@ Chapter-level analyses
 ----------------------
 * :func:`tpot_breakdown` — one decode step per TP degree, split into weight read, KV read, compute
   and communication (what TP buys, and where communication stops it).
+* :func:`tpot_parts` — the same step as stacked parts that add up to it (the widget's bars).
 * :func:`pipeline_schedule` — PP with m micro-batches: per-token latency, throughput and the idle
   share of the stages (the bubble).
 * :func:`dp_scaling` — replicas multiply throughput; at a fixed load they only lower TPOT down to
@@ -296,6 +297,31 @@ def tpot_breakdown(model, gpu, tps=(1, 2, 4, 8), *, pp: int = 1, batch: int = 1,
     for row in rows:
         row["speedup"] = rows[0]["total_s"] / row["total_s"]
     return rows
+
+
+#: The stacked parts of :func:`tpot_parts`, in drawing order.
+TPOT_PARTS = ("weights_read_s", "kv_read_s", "compute_beyond_memory_s", "communication_s",
+              "overhead_s")
+
+
+def tpot_parts(r: sizing.Replica, batch: int, context_tokens: int) -> dict:
+    """One decode step of ``batch`` sequences at ``context_tokens``, as parts that add up to it.
+
+    From :func:`vidya_lab.sizing.iteration_breakdown` (per stage, pp stages in sequence):
+    ``weights_read_s`` = pp·weight read, ``kv_read_s`` = pp·KV read, ``compute_beyond_memory_s`` =
+    pp·max(0, compute − memory) (non-zero only when compute-bound), ``communication_s`` =
+    pp·all-reduce + hand-offs, ``overhead_s``; ``total_s`` is their sum and equals the step time.
+    """
+    if not isinstance(r, sizing.Replica):
+        raise TypeError(f"r must be a sizing.Replica, got {type(r).__name__}")
+    b = v.check_int("batch", batch, minimum=1)
+    ctx = v.check_int("context_tokens", context_tokens, minimum=1)
+    br = sizing.iteration_breakdown(r, decode_contexts=[ctx] * b)
+    p = r.pp
+    return {"weights_read_s": p * br["weight_read_s"], "kv_read_s": p * br["kv_read_s"],
+            "compute_beyond_memory_s": p * max(0.0, br["compute_s"] - br["memory_s"]),
+            "communication_s": p * br["tp_comm_s"] + br["pp_comm_s"],
+            "overhead_s": br["overhead_s"], "total_s": br["total_s"], "bound": br["bound"]}
 
 
 def pipeline_schedule(r: sizing.Replica, batch: int, context_tokens: int,
