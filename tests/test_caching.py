@@ -321,3 +321,28 @@ def test_prefill_interference_stretches_the_decode_step():
     r = C.default_replica()
     x = C.prefill_interference(r, TANVI.prompt_tokens_mean, 32, 3700)
     assert x["mixed_step_s"] > x["decode_step_s"] and x["stretch"] > 2
+
+
+def test_break_even_cache_is_where_throughput_drops_below_no_cache():
+    r = C.default_replica()
+    isl, osl, k = TANVI.prompt_tokens_mean, TANVI.answer_tokens_mean, TANVI.syllabus_prompt_tokens
+    c = C.break_even_cache_bytes(r, isl, osl, k)
+    base = C.saturated_throughput_with_cache(r, isl, osl)["output_tokens_per_s"]
+    assert 0 < c < r.kv_budget_bytes
+    assert C.saturated_throughput_with_cache(r, isl, osl, c, k)["output_tokens_per_s"] >= base
+    assert C.saturated_throughput_with_cache(r, isl, osl, c + 2e6, k)["output_tokens_per_s"] < base
+
+
+def test_cliff_sweep_floor_and_shares():
+    trace = C.tutor_trace(120, seed=6, turns_mean=3, think_s_mean=5.0)
+    r = C.default_replica()
+    sizes = [0.0, 0.5e9, 40e9]
+    cs = C.cliff_sweep(trace, sizes, r)
+    fu = trace.kind == "follow-up"
+    shared = (trace.shared_tokens[fu] // 16) * 16
+    assert cs["floor"] == pytest.approx(shared.sum() / trace.prompt_tokens[fu].sum())
+    assert cs["hit_rate"][0] == 0 and cs["gain_share"][-1] == pytest.approx(1.0)
+    assert np.allclose(cs["gain_share"], (cs["hit_rate"] - cs["floor"]) / (cs["ceiling"] - cs["floor"]))
+    assert cs["needed_bytes"] in sizes and np.all(cs["proportional"] <= 1)
+    with pytest.raises(ValueError, match="kinds"):
+        C.cliff_sweep(trace, sizes, r, kinds=("nothing",))

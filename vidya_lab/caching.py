@@ -76,6 +76,8 @@ __all__ = [
     "tutor_trace",
     "simulate",
     "sweep_cache_bytes",
+    "cliff_sweep",
+    "break_even_cache_bytes",
     "best_case_token_hit_rate",
     "prefill_time_with_cache_s",
     "ttft_with_cache_s",
@@ -668,6 +670,75 @@ def sweep_cache_bytes(trace: PromptTrace, cache_bytes, r: sizing.Replica | None 
                                           if sel.any() else float("nan"))
         out.append(row)
     return out
+
+
+def cliff_sweep(trace: PromptTrace, cache_bytes, r: sizing.Replica | None = None, *,
+                kinds=("follow-up",), policy: str = "lru-leaf", near: float = 0.95) -> dict:
+    """How the hit rate of some requests (default: follow-up turns) falls as the cache shrinks.
+
+    Runs :func:`simulate` at each size in ``cache_bytes`` (bytes per GPU) and once with an unlimited
+    cache. For the selected requests:
+
+    * ``floor`` — the hit rate if only their designed shared prefix (syllabus + subject, whole blocks)
+      hit: Σ floor(shared / B)·B / Σ prompt tokens;
+    * ``ceiling`` — the hit rate with an unlimited cache;
+    * ``hit_rate`` — per size; ``gain_share`` = (hit_rate − floor) / (ceiling − floor), the share of
+      what more cache can win that this size wins;
+    * ``needed_bytes`` — the smallest swept size whose ``gain_share`` ≥ ``near``;
+    * ``proportional`` — min(1, size / needed_bytes): the share a policy that kept a fixed subset of
+      histories would win (hits in proportion to the room). LRU below it is the cliff.
+
+    Returns a dict of those (arrays per size) and ``token_hit_rate`` (all requests) per size.
+    """
+    r = default_replica() if r is None else sizing._as_replica(r)
+    sizes = np.asarray([v.check_real("cache_bytes", c, minimum=0.0) for c in cache_bytes], dtype=float)
+    b = r.block_tokens
+    sel = np.isin(trace.kind, list(kinds))
+    if not sel.any():
+        raise ValueError(f"the trace has no requests of kinds {tuple(kinds)}")
+    prompt = trace.prompt_tokens[sel]
+    floor = float(((trace.shared_tokens[sel] // b) * b).sum() / prompt.sum())
+
+    def rate(res: CacheResult) -> float:
+        return float(res.hit_tokens[sel].sum() / prompt.sum())
+
+    ceiling = rate(simulate(trace, r, cache_bytes=1e18, policy=policy))  # unlimited
+    results = [simulate(trace, r, cache_bytes=c, policy=policy) for c in sizes]
+    hit = np.asarray([rate(res) for res in results])
+    span = ceiling - floor
+    share = (hit - floor) / span if span > 0 else np.ones_like(hit)
+    reached = np.flatnonzero(share >= near)
+    needed = float(sizes[reached[0]]) if reached.size else math.nan
+    prop = np.minimum(1.0, sizes / needed) if reached.size else np.full_like(sizes, np.nan)
+    return {"cache_bytes": sizes, "hit_rate": hit, "floor": floor, "ceiling": ceiling,
+            "gain_share": share, "needed_bytes": needed, "proportional": prop,
+            "token_hit_rate": np.asarray([res.summary["token_hit_rate"] for res in results])}
+
+
+def break_even_cache_bytes(r: sizing.Replica, isl: int, osl: int, cached_tokens: int,
+                           tol_bytes: float = 1e6) -> float:
+    """Largest dedicated cache (bytes per GPU) whose saturated throughput is still at least the
+    no-cache throughput, by bisection on :func:`saturated_throughput_with_cache`.
+
+    Beyond it the memory the cache holds costs more running sequences than its hits and sharing win.
+    Returns ``r.kv_budget_bytes`` if even the whole budget does not fall below.
+    """
+    sizing._as_replica(r)
+    base = saturated_throughput_with_cache(r, isl, osl)["output_tokens_per_s"]
+
+    def ok(c: float) -> bool:
+        return saturated_throughput_with_cache(r, isl, osl, c, cached_tokens)["output_tokens_per_s"] >= base
+
+    lo, hi = 0.0, r.kv_budget_bytes
+    if ok(hi):
+        return hi
+    while hi - lo > tol_bytes:
+        mid = (lo + hi) / 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def best_case_token_hit_rate(n_requests: int, shared_prefix_tokens: int, unique_tokens: int,
