@@ -346,3 +346,12 @@ def test_cliff_sweep_floor_and_shares():
     assert cs["needed_bytes"] in sizes and np.all(cs["proportional"] <= 1)
     with pytest.raises(ValueError, match="kinds"):
         C.cliff_sweep(trace, sizes, r, kinds=("nothing",))
+
+
+def test_spec_break_even_batch_is_the_first_losing_batch():
+    r = C.default_replica()
+    b = C.spec_break_even_batch(r, 500, 0.6, 5, 0.05)
+    assert b is not None and b > 1
+    assert C.spec_decode_at_batch(r, b, 500, 0.6, 5, 0.05)["speedup"] < 1.0
+    assert C.spec_decode_at_batch(r, b - 1, 500, 0.6, 5, 0.05)["speedup"] >= 1.0
+    assert C.spec_break_even_batch(r, 500, 0.99, 3, 0.0, max_batch=8) is None

@@ -87,6 +87,7 @@ __all__ = [
     "spec_expected_tokens",
     "spec_walltime_speedup",
     "spec_decode_at_batch",
+    "spec_break_even_batch",
     "quantisation_table",
     "prefill_interference",
 ]
@@ -879,6 +880,32 @@ def spec_decode_at_batch(r: sizing.Replica, batch: int, context_tokens: int, alp
     return {"batch": b, "plain_step_s": plain, "verify_step_s": verify, "draft_s": draft,
             "expected_tokens": e, "plain_tokens_per_s": b / plain, "spec_tokens_per_s": spec_tps,
             "speedup": spec_tps / (b / plain)}
+
+
+def spec_break_even_batch(r: sizing.Replica, context_tokens: int, alpha: float, gamma: int,
+                          draft_cost_ratio: float = 0.05, max_batch: int = 4096) -> int | None:
+    """Smallest batch at which speculative decoding is slower than plain decoding
+    (:func:`spec_decode_at_batch` speedup < 1), or None if it never is up to ``max_batch``.
+
+    The speedup falls with batch (the verify step turns compute-bound); found by bisection.
+    """
+    hi = v.check_int("max_batch", max_batch, minimum=1)
+
+    def loses(b: int) -> bool:
+        return spec_decode_at_batch(r, b, context_tokens, alpha, gamma, draft_cost_ratio)["speedup"] < 1.0
+
+    if not loses(hi):
+        return None
+    lo = 1
+    if loses(lo):
+        return 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if loses(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 # ----------------------------------------------------------------------------- quantisation
