@@ -11,6 +11,7 @@ from functools import lru_cache
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from vidya_lab import slo
 from vidya_lab.scenario import TANVI
@@ -58,30 +59,61 @@ def compute_view(ttft_target_s: float, tpot_target_s: float, rate_per_s: float) 
     }
 
 
-def _panel(ax, values, summary, target, title, unit_scale, unit):
-    v = values[~np.isnan(values)] * unit_scale
-    top = max(float(np.max(v)) if v.size else 1.0, target * unit_scale) * 1.05
-    ax.hist(v, bins=np.linspace(0.0, top, 60), color="#9ab", edgecolor="white")
-    ax.axvline(summary["p50"] * unit_scale, color="#246", lw=2, label=f"p50 {summary['p50'] * unit_scale:.3g} {unit}")
-    ax.axvline(summary["p99"] * unit_scale, color="#c33", lw=2, label=f"p99 {summary['p99'] * unit_scale:.3g} {unit}")
-    ax.axvline(target * unit_scale, color="black", ls="--", lw=1.5, label=f"target {target * unit_scale:.3g} {unit}")
-    ax.set_xlabel(f"{title} ({unit})")
-    ax.set_ylabel("requests")
-    ax.legend(loc="upper right", fontsize=8)
+PANELS = (("ttft_s", "ttft", "ttft_target_s", "TTFT", 1.0, "s"),
+          ("tpot_s", "tpot", "tpot_target_s", "TPOT", 1000.0, "ms"))
+BINS = 50
 
 
-def draw(view: dict, fig: Figure | None = None) -> Figure:
-    """Draw the two distributions with p50/p99 markers and targets; return the figure."""
-    fig = fig or Figure(figsize=(9, 3.4))
-    fig.clear()
-    ax1, ax2 = fig.subplots(1, 2)
-    _panel(ax1, view["ttft_s"], view["ttft"], view["ttft_target_s"], "TTFT", 1.0, "s")
-    _panel(ax2, view["tpot_s"], view["tpot"], view["tpot_target_s"], "TPOT", 1000.0, "ms")
-    fig.suptitle(f"{view['rate_per_s']:.2g} requests/s on one toy replica: attainment "
-                 f"{view['attainment']:.1%} (TTFT alone {view['attainment_ttft']:.1%}, "
-                 f"TPOT alone {view['attainment_tpot']:.1%})", fontsize=10)
-    fig.tight_layout()
-    return fig
+class _Plot:
+    """A figure whose artists are made once and updated in place (a slider move redraws nothing new)."""
+
+    def __init__(self) -> None:
+        self.fig = Figure(figsize=(9, 3.4))
+        self.panels = []
+        for ax, (_, _, _, title, _, unit) in zip(self.fig.subplots(1, 2), PANELS, strict=True):
+            stairs = ax.stairs(np.zeros(BINS), np.linspace(0.0, 1.0, BINS + 1), fill=True,
+                               color="#9ab")
+            p50 = ax.axvline(0.0, color="#246", lw=2)
+            p99 = ax.axvline(0.0, color="#c33", lw=2)
+            target = ax.axvline(0.0, color="black", ls="--", lw=1.5)
+            legend = ax.legend([p50, p99, target], ["p50", "p99", "target"], loc="upper right",
+                               fontsize=8)
+            ax.set_xlabel(f"{title} ({unit})")
+            ax.set_ylabel("requests")
+            ax.xaxis.set_major_locator(MaxNLocator(5))  # fewer tick labels: text is most of the
+            ax.yaxis.set_major_locator(MaxNLocator(4))  # cost of a redraw
+            self.panels.append((ax, stairs, (p50, p99, target), legend))
+        self.title = self.fig.suptitle("", fontsize=10)
+        self.fig.subplots_adjust(left=0.07, right=0.98, bottom=0.15, top=0.87, wspace=0.22)
+
+    def update(self, view: dict) -> Figure:
+        for (ax, stairs, lines, legend), (values_key, summary_key, target_key, _, scale, unit) in \
+                zip(self.panels, PANELS, strict=True):
+            values = view[values_key]
+            v = values[~np.isnan(values)] * scale
+            summary, target = view[summary_key], view[target_key] * scale
+            top = max(float(np.max(v)) if v.size else 1.0, target) * 1.05
+            counts, edges = np.histogram(v, bins=BINS, range=(0.0, top))
+            stairs.set_data(counts, edges)
+            marks = (summary["p50"], summary["p99"])
+            for line, x in zip(lines, (*(m * scale if m is not None else np.nan for m in marks),
+                                       target), strict=True):
+                line.set_xdata([x, x])
+            for text, name, x in zip(legend.get_texts(), ("p50", "p99", "target"),
+                                     (line.get_xdata()[0] for line in lines), strict=True):
+                text.set_text(f"{name} {x:.3g} {unit}")
+            ax.set_xlim(0.0, top)
+            ax.set_ylim(0.0, max(1, int(counts.max())) * 1.08)
+        self.title.set_text(
+            f"{view['rate_per_s']:.2g} requests/s on one toy replica: attainment "
+            f"{view['attainment']:.1%} (TTFT alone {view['attainment_ttft']:.1%}, "
+            f"TPOT alone {view['attainment_tpot']:.1%})")
+        return self.fig
+
+
+def draw(view: dict) -> Figure:
+    """The two distributions with p50/p99 markers and targets, as a new figure."""
+    return _Plot().update(view)
 
 
 def build():
@@ -102,11 +134,12 @@ def build():
                                step=0.1, description="load (requests/s)", style=style,
                                layout=layout)
     out = widgets.Output()
+    plot = _Plot()
 
     def update(_change=None):
-        fig = draw(compute_view(ttft.value, tpot.value, rate.value))
+        fig = plot.update(compute_view(ttft.value, tpot.value, rate.value))
         png = io.BytesIO()
-        fig.savefig(png, format="png", dpi=90)
+        fig.savefig(png, format="png", dpi=80)
         out.clear_output(wait=True)
         with out:  # a PNG, whatever matplotlib backend the kernel runs
             display(Image(data=png.getvalue(), format="png"))
