@@ -14,15 +14,20 @@ import numpy as np
 from vidya_lab import slo, toyserver, workload
 from vidya_lab.scenario import TANVI
 
+RESULTS: dict[str, float] = {}
+
 
 def timed(label, fn):
     t0 = time.perf_counter()
     out = fn()
-    print(f"{label:<55s} {time.perf_counter() - t0:7.2f} s")
+    elapsed = time.perf_counter() - t0
+    RESULTS[f"{label} (s)"] = round(elapsed, 3)
+    print(f"{label:<55s} {elapsed:7.2f} s")
     return out
 
 
-def main() -> None:
+def main() -> dict[str, float]:
+    """Run every step; return ``{"step (s)": seconds}`` for ``benchmarks/_record.py``."""
     day = workload.student_day_profile(TANVI.normal_peak_rps, exam_season=True,
                                        exam_multiplier=TANVI.exam_multiplier)
     arrivals = timed("exam day arrivals (thinning, 24 h)", lambda: day.arrivals(seed=1))
@@ -44,6 +49,8 @@ def main() -> None:
     one_hour = toyserver.tutor_workload(1.5, 3600.0, seed=4)
     timed(f"toy server, {len(one_hour):,} requests (1 h at 1.5 req/s)",
           lambda: toyserver.simulate(one_hour, toyserver.ToyServer()))
+    RESULTS["exam day arrivals (count)"] = int(arrivals.size)
+    return dict(RESULTS)
 
 
 if __name__ == "__main__":

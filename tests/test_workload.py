@@ -169,3 +169,16 @@ def test_bad_inputs_name_the_parameter():
         wl.DiurnalProfile(hours=(5.0, 3.0), relative=(1.0, 0.5), peak_rate_per_s=1.0)
     with pytest.raises(TypeError, match="length distributions"):
         wl.make_workload([0.0], prompt_tokens=100, output_tokens=wl.FixedLength(1), seed=0)
+
+
+def test_merge_adds_one_upload_to_student_traffic():
+    students = wl.make_workload(wl.poisson_arrivals(2.0, 60.0, seed=1),
+                                prompt_tokens=wl.FixedLength(200), output_tokens=wl.FixedLength(100),
+                                seed=2)
+    upload = wl.Workload.from_requests([wl.Request(0, 30.0, 40_000, 500, klass="upload")])
+    both = wl.Workload.merge(students, upload)
+    assert len(both) == len(students) + 1 and np.all(np.diff(both.arrival_s) >= 0)
+    assert both.total_tokens()["prompt_tokens"] == 200 * len(students) + 40_000
+    assert list(both.klass).count("upload") == 1
+    with pytest.raises(TypeError, match="Workload"):
+        wl.Workload.merge(students, [1, 2])

@@ -921,7 +921,7 @@ def _parse_time(text: str, column: str, where: str, *, optional: bool) -> float:
     if text == "" or text.lower() in ("nan", "none", "null"):
         if optional:
             return math.nan
-        raise ValueError(f"{where}: {column} is empty")
+        raise ValueError(f"{where}: {column} is empty (or NaN); a finished request needs it")
     try:
         value = float(text)
     except ValueError:

@@ -590,6 +590,20 @@ class Workload:
                                prefix_tokens=[r.prefix_tokens for r in reqs],
                                klass=[r.klass for r in reqs] if reqs else None)
 
+    @staticmethod
+    def merge(*workloads: Workload) -> Workload:
+        """One workload from several, sorted by arrival (e.g. student traffic plus one teacher's
+        40,000-token upload made with :meth:`from_requests`)."""
+        if not workloads or not all(isinstance(w, Workload) for w in workloads):
+            raise TypeError("merge needs one or more Workload objects")
+        return Workload.from_arrays(
+            np.concatenate([w.arrival_s for w in workloads]),
+            np.concatenate([w.prompt_tokens for w in workloads]),
+            np.concatenate([w.output_tokens for w in workloads]),
+            prefix_id=np.concatenate([w.prefix_id for w in workloads]),
+            prefix_tokens=np.concatenate([w.prefix_tokens for w in workloads]),
+            klass=np.concatenate([w.klass.astype(str) for w in workloads]))
+
     def __len__(self) -> int:
         return int(self.arrival_s.size)
 
