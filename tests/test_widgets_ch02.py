@@ -55,3 +55,11 @@ def test_draw_and_build():
     controls[1].value = "h200"  # the observer redraws without error
     controls[5].value = 64
     assert len(box.children) == 7
+
+
+def test_memory_bars():
+    reps = [sizing.Replica("llama-3.3-70b", "h100-sxm", tp=t) for t in (1, 4, 8)]
+    fig = ch02.draw_memory_bars(reps, 3900)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert texts[0] == "does not fit"
+    assert texts[1] == f"{sizing.max_concurrent_sequences(reps[1], 3900)} seqs"
