@@ -279,3 +279,23 @@ def test_bad_input_is_named():
     no_kv = sizing.Replica("llama-3.3-70b", "h100-sxm", tp=1)
     with pytest.raises(ValueError, match="no KV memory"):
         ad.simulate(no_kv, Workload.from_arrays([0.0], [10], [1]))
+
+
+def test_upload_report_phases_and_chunked_prefill_time():
+    res = _upload_run("fcfs")
+    rep = ad.upload_report(res)
+    up = res.timelines[res.timelines.klass == ad.UPLOAD]
+    assert rep["upload"]["ttft_s"] == pytest.approx(up.first_token_s[0] - 20.0)
+    assert rep["upload"]["e2e_s"] == pytest.approx(up.finish_s[0] - 20.0)
+    n = sum(rep[p]["requests"] for p in ("before", "during", "after"))
+    assert n == int(np.sum(res.timelines.klass == ad.STUDENT))
+    emit, worst = ad.worst_gap_by_time(res)
+    assert np.all(np.diff(emit) > 0) and worst.max() == rep["during"]["itl_max_s"]
+    with pytest.raises(ValueError, match="class 'upload'"):
+        ad.upload_report(ad.simulate(R70, ad.poisson_workload(1.0, 5.0, seed=0)))
+    # chunked prefill: one chunk = one step; more chunks cost more than one whole step
+    assert ad.chunked_prefill_time_s(R70, 3000, 4096) == pytest.approx(
+        sizing.iteration_time_s(R70, prefill=[(3000, 0)]))
+    assert ad.chunked_prefill_time_s(R70, 3000, 1000) == pytest.approx(
+        sum(sizing.iteration_time_s(R70, prefill=[(1000, k)]) for k in (0, 1000, 2000)))
+    assert ad.chunked_prefill_time_s(R70, 40_000, 256) > ad.chunked_prefill_time_s(R70, 40_000, 2048)

@@ -128,7 +128,10 @@ __all__ = [
     "upload_workload",
     "saturation_rate_per_s",
     "itl_timeline",
+    "worst_gap_by_time",
     "window_summary",
+    "upload_report",
+    "chunked_prefill_time_s",
 ]
 
 POLICIES: tuple[str, ...] = ("fcfs", "chunked", "priority")
@@ -939,3 +942,64 @@ def window_summary(result: SimResult, start_s: float, end_s: float,
     g = gaps[(emit >= a) & (emit < b)]
     return {"requests": int(sel.sum()), "ttft_s": s["ttft_s"], "tpot_s": s["tpot_s"],
             "itl_s": percentile_summary(g), "itl_max_s": float(g.max()) if g.size else None}
+
+
+def worst_gap_by_time(result: SimResult, klass: str | None = STUDENT
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """The longest inter-token gap ending at each distinct emit time (what a plot of "the freeze"
+    shows): ``(emit_s, worst_gap_s)``, sorted by time. Decoding sequences share each step's emit time,
+    so this is about one point per engine step instead of one per token."""
+    emit, gaps = itl_timeline(result, klass)
+    if emit.size == 0:
+        return emit, gaps
+    times, start = np.unique(emit, return_index=True)
+    return times, np.maximum.reduceat(gaps, start)
+
+
+def upload_report(result: SimResult, klass: str = STUDENT) -> dict:
+    """What the other users felt before, during and after the upload.
+
+    The phases come from the upload's own timeline (the first request of class ``"upload"``):
+    ``before`` = ``[0, its arrival)``, ``during`` = ``[its arrival, its finish]`` (or the end of the
+    run if it did not finish), ``after`` = the rest. Each phase is a :func:`window_summary` of class
+    ``klass``. ``upload`` holds the upload's own ``ttft_s`` and ``e2e_s`` (None if it did not
+    finish) and ``outcome``.
+    """
+    t = result.timelines
+    up = np.flatnonzero(t.klass == UPLOAD)
+    if up.size == 0:
+        inflight = result.in_flight_ids
+        raise ValueError("upload_report needs a request of class 'upload' that finished or was "
+                         f"rejected; this run has none ({inflight.size} requests in flight)")
+    u = int(up[0])
+    a = float(t.arrival_s[u])
+    end = float(max(result.end_s, np.nanmax(t.finish_s))) + 1e-9
+    done = float(t.finish_s[u]) if t.outcome[u] == FINISHED else end
+    fin = t.outcome[u] == FINISHED
+    out = {"upload": {"arrival_s": a,
+                      "ttft_s": float(t.first_token_s[u] - a) if fin else None,
+                      "e2e_s": float(t.finish_s[u] - a) if fin else None,
+                      "outcome": "finished" if fin else str(result.reject_reason[u])}}
+    for name, lo, hi in (("before", 0.0, a), ("during", a, done), ("after", done, end)):
+        out[name] = window_summary(result, lo, hi, klass) if hi > lo else None
+    return out
+
+
+def chunked_prefill_time_s(replica: sizing.Replica, prompt_tokens: int, chunk_tokens: int) -> float:
+    """Time to prefill one prompt alone, in chunks of ``chunk_tokens``, seconds.
+
+    Σ over chunks of :func:`vidya_lab.sizing.iteration_time_s` with ``prefill=[(c, k)]`` (chunk ``c``
+    after ``k`` tokens already cached): what the prompt costs when no other work shares its steps.
+    Smaller chunks take more steps; each pays the step overhead and, when it is memory-bound, a
+    full read of the weights; the attention work is the same.
+    """
+    if not isinstance(replica, sizing.Replica):
+        raise TypeError(f"replica must be a vidya_lab.sizing.Replica, got {type(replica).__name__}")
+    p = v.check_int("prompt_tokens", prompt_tokens, minimum=1)
+    c = v.check_int("chunk_tokens", chunk_tokens, minimum=1)
+    total, done = 0.0, 0
+    while done < p:
+        step = min(c, p - done)
+        total += sizing.iteration_time_s(replica, prefill=[(step, done)])
+        done += step
+    return total
