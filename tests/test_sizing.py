@@ -323,3 +323,47 @@ def test_estimate_errors(kwargs, exc, match):
     args = {"model": "llama-3.1-70b", "gpu": "h100-sxm"} | kwargs
     with pytest.raises(exc, match=match):
         sizing.estimate(args.pop("model"), args.pop("gpu"), **args)
+
+
+# Hand-derived from each model's config.json: 2 x layers x KV heads x head_dim x 2 bytes (bf16).
+KV_BF16 = {
+    "llama-2-7b": 2 * 32 * 32 * 128 * 2,  # 524,288: no GQA in Llama-2-7B
+    "llama-2-13b": 2 * 40 * 40 * 128 * 2,  # 819,200
+    "llama-2-70b": 2 * 80 * 8 * 128 * 2,  # 327,680
+    "llama-3.1-8b": 2 * 32 * 8 * 128 * 2,  # 131,072
+    "llama-3.1-70b": 327_680,
+    "llama-3.1-405b": 2 * 126 * 8 * 128 * 2,  # 516,096
+    "llama-3.3-70b": 327_680,
+    "opt-13b": 819_200,
+    "mixtral-8x7b": 2 * 32 * 8 * 128 * 2,  # 131,072
+}
+
+
+def test_every_catalog_model_has_its_kv_size():
+    assert set(KV_BF16) == set(catalog.MODELS)
+    for model_id, expected in KV_BF16.items():
+        assert sizing.kv_bytes_per_token(model_id, "bf16") == expected, model_id
+        assert sizing.kv_bytes_per_token(model_id, "fp8") == expected / 2, model_id
+        assert sizing.kv_bytes_per_token(model_id, "int4") == expected / 4, model_id
+
+
+@pytest.mark.parametrize("model_id", sorted(catalog.MODELS))
+def test_weights_per_gpu_shrink_with_tp_and_sum_to_at_least_the_model(model_id):
+    m = catalog.get_model(model_id)
+    total = sizing.weights_bytes(m, "bf16")
+    previous = math.inf
+    for tp in (1, 2, 4, 8):
+        r = Replica(m, "h100-sxm", tp=tp)
+        assert r.weights_bytes_per_gpu < previous
+        assert tp * r.weights_bytes_per_gpu >= total
+        previous = r.weights_bytes_per_gpu
+
+
+@settings(max_examples=40, deadline=None)
+@given(ctx=st.integers(1, 100_000), more=st.integers(0, 100_000),
+       f1=st.floats(0.5, 0.95), df=st.floats(0, 0.05))
+def test_capacity_monotone_in_context_and_memory_fraction(ctx, more, f1, df):
+    r = Replica("llama-3.1-8b", "h100-sxm", memory_fraction=f1)
+    assert sizing.max_concurrent_sequences(r, ctx + more) <= sizing.max_concurrent_sequences(r, ctx)
+    bigger = Replica("llama-3.1-8b", "h100-sxm", memory_fraction=f1 + df)
+    assert bigger.kv_blocks >= r.kv_blocks
