@@ -1,15 +1,17 @@
 """Speed of the cost model: the simulator calls it once per engine step, the book many times.
 
-Run: ``.venv/bin/python benchmarks/bench_cost_model.py``. Prints microseconds per call of the
+Run: ``.venv/bin/python benchmarks/bench_cost_model.py [--record]``. Prints microseconds per call of the
 iteration-time fast path (``Replica.step_time_s``), of the friendly form
 (``sizing.iteration_time_s`` with a 64-sequence batch) and milliseconds per ``sizing.estimate`` call,
 each the best of 5 repeats after import and warm-up. Goals (issue 4): a few µs per iteration, well
-under 1 ms per estimate.
+under 1 ms per estimate. ``--record`` writes benchmarks/results/bench_cost_model.json with the goals.
 """
 
 from __future__ import annotations
 
+import sys
 import timeit
+from pathlib import Path
 
 from vidya_lab import sizing
 from vidya_lab.sizing import Replica
@@ -45,5 +47,22 @@ def main() -> dict:
     return results
 
 
+#: Goals of issue 4: (figure prefix, limit, unit).
+GOALS = (("step_time_s", 5.0, "us/call"), ("iteration_time_s", 20.0, "us/call"),
+         ("estimate", 1.0, "ms/call"))
+
+
 if __name__ == "__main__":
-    main()
+    figures = main()
+    if "--record" in sys.argv[1:]:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from _record import record, rows_from_mapping
+
+        rows = rows_from_mapping(figures)
+        for row in rows:
+            for prefix, limit, unit in GOALS:
+                if row["figure"].startswith(prefix) and row["unit"] == unit:
+                    row["goal"] = f"< {limit:g} {unit}"
+                    row["met"] = bool(row["value"] < limit)
+        print("recorded", record("bench_cost_model", "python benchmarks/bench_cost_model.py --record",
+                                 rows))
