@@ -509,11 +509,16 @@ def decode_step_time_s(r: Replica, batch: int, context_tokens: int) -> float:
 def critical_batch_size(r: Replica, context_tokens: int = 0) -> float:
     """Decode batch at which compute time equals memory time (beyond it decode is compute-bound).
 
-    Formula (per GPU): B* = η_c·F·W / (η_m·BW·(2·P_act + 2·V·d/tp + A·ctx) − η_c·F·kv·(ctx+1)) …
-    solved from compute(B) = memory(B) with weights W read once and KV growing with B; with
-    context 0 and no head this is the classic (F/BW)·(bytes per parameter)/2 (295 for H100 bf16).
-    Returns ``math.inf`` when long contexts keep decode memory-bound at any batch. Dense models only
-    have a single crossing; for an MoE the experts read are taken all touched (large batch).
+    Per GPU, with r = (η_c·F)/(η_m·BW) the calibrated ridge in FLOP per byte, f the FLOPs of one
+    decoding sequence (2·P_act + 2·V·d/tp + A·ctx), W the weight bytes and k the KV bytes per token:
+    compute B·f/(η_c·F) equals memory (W + B·k·(ctx+1))/(η_m·BW) at
+
+        B* = r·W / (f − r·k·(ctx+1)).
+
+    With context 0 and no output head this is the classic (F/BW)·(bytes per parameter)/2 (295 for
+    H100 bf16; scaling-book ``inference.md``). Returns ``math.inf`` when f ≤ r·k·(ctx+1): long
+    contexts keep decode memory-bound at any batch. For an MoE every expert is counted as read
+    (the large-batch case).
     """
     _as_replica(r)
     ctx = v.check_int("context_tokens", context_tokens, minimum=0)
