@@ -1,10 +1,9 @@
 """``vidya-lab estimate --model M --gpu G [--gpus N] [--tp N] [--pp N] [--precision P]
 [--kv-precision P] [--isl N] [--osl N] [--batch N] [--memory-rule R] [--json]``
 
-Memory, latency and throughput of serving a model: the dict of
-:func:`vidya_lab.sizing.estimate`, in SI units (bytes, seconds, tokens/s). A layout that does not fit
-prints ``fits: false`` and the reason (exit status 0); an unknown id or an impossible layout is an
-error (exit status 2).
+Memory, latency and throughput of serving a model: the dict of vidya_lab.sizing.estimate, in SI
+units (bytes, seconds, tokens/s). A layout that does not fit prints "fits": false and the reason
+(exit status 0); an unknown id or an impossible layout is an error (exit status 2).
 """
 
 from __future__ import annotations
