@@ -50,6 +50,8 @@ LAYOUT_KEYS = ("tp", "pp", "replicas", "gpus", "fits", "ttft_s", "tpot_s",
 DEFAULT_DEGREES = (1, 2, 4, 8, 16, 32)
 #: Default cap on GPUs in one replica (four 8-GPU nodes).
 DEFAULT_MAX_GPUS_PER_REPLICA = 32
+#: Default busiest fraction of a replica's throughput the plan uses (as sizing.gpus_for_peak_load).
+DEFAULT_UTILISATION = 0.8
 
 
 @dataclass(frozen=True)
@@ -126,7 +128,7 @@ def _replica(model, gpu, tp, pp, precision, memory_rule, kv_precision=None, inte
 def evaluate_layout(model, gpu, tp: int, pp: int = 1, *, peak_rps: float, isl: int, osl: int,
                     ttft_target_s: float, tpot_target_s: float, precision: str = "bf16",
                     kv_precision: str | None = None, memory_rule: str = "vllm",
-                    utilisation: float = 0.8, interconnect: str | None = None,
+                    utilisation: float = DEFAULT_UTILISATION, interconnect: str | None = None,
                     inter_node: str | None = None) -> Layout:
     """Score one tp × pp layout for a peak load: fit, replicas, latency, throughput, cost.
 
@@ -201,7 +203,7 @@ def _rank_key(x: Layout):
 
 def search_layouts(model, gpu, *, peak_rps: float, isl: int, osl: int, ttft_target_s: float,
                    tpot_target_s: float, precision: str = "bf16", kv_precision: str | None = None,
-                   memory_rule: str = "vllm", utilisation: float = 0.8,
+                   memory_rule: str = "vllm", utilisation: float = DEFAULT_UTILISATION,
                    max_gpus_per_replica: int = DEFAULT_MAX_GPUS_PER_REPLICA, tps=None,
                    pps=None, interconnect: str | None = None,
                    inter_node: str | None = None) -> list[Layout]:

@@ -42,8 +42,9 @@ def register(subparsers) -> None:
     p.add_argument("--kv-precision", default=None, help="KV cache precision (default: as weights)")
     p.add_argument("--memory-rule", default="vllm", choices=sizing.MEMORY_RULES,
                    help="how the KV budget is set: vllm (default) or trtllm")
-    p.add_argument("--utilisation", type=float, default=0.8,
-                   help="fraction of each replica's throughput to plan on (default 0.8)")
+    p.add_argument("--utilisation", type=float, default=layouts.DEFAULT_UTILISATION,
+                   help="fraction of each replica's throughput to plan on "
+                        f"(default {layouts.DEFAULT_UTILISATION:g})")
     p.add_argument("--max-gpus-per-replica", type=int,
                    default=layouts.DEFAULT_MAX_GPUS_PER_REPLICA,
                    help=f"largest tp x pp tried (default {layouts.DEFAULT_MAX_GPUS_PER_REPLICA})")
