@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 
-
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "release",

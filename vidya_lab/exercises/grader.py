@@ -333,7 +333,9 @@ def score_submission(plan: Plan, file: str, result: dict) -> Submission:
         return Submission(file, None, [], f"invalid notebook: {str(result['invalid'])[:80]}")
     chapter = result.get("chapter")
     if type(chapter) is not int:
-        return Submission(file, None, [], "invalid notebook: cannot tell which chapter this is")
+        return Submission(file, None, [], "unknown chapter (use --chapter)")
+    if result.get("no_exercises") or not plan.registry.chapter(chapter):
+        return Submission(file, chapter, [], f"chapter {chapter} has no graded exercises")
     values = result.get("values") if isinstance(result.get("values"), dict) else {}
     functions = result.get("functions") if isinstance(result.get("functions"), dict) else {}
     scores = []

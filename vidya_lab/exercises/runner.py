@@ -212,11 +212,15 @@ def read_submission(path: Path):
 
 
 def detect_chapter(nb, path: Path, chapters: dict) -> int | None:
-    """Which chapter a submission is: release metadata, else the file name, else its answer cells."""
+    """Which chapter a submission is: release metadata, else the file name, else its answer cells.
+
+    The chapter from the metadata is returned even if it has no exercises (the grader says so);
+    ``None`` when nothing tells.
+    """
     meta = nb.metadata.get("vidya_lab") if hasattr(nb, "metadata") else None
     if isinstance(meta, dict):
         ch = meta.get("chapter")
-        if type(ch) is int and str(ch) in chapters:
+        if type(ch) is int and 0 < ch < 100:
             return ch
     for m in re.finditer(r"(?:^|[^0-9])(\d{2})_", path.name):
         if str(int(m[1])) in chapters:
@@ -287,11 +291,11 @@ class Run:
         c = self.client
         c.km = c.create_kernel_manager()
         await c.async_start_new_kernel(cwd=str(self.workdir))
-        await c.async_start_new_kernel_client()
-        if self.pid_file is not None:
+        if self.pid_file is not None:  # before anything can hang: the grader kills by it
             prov = getattr(c.km, "provisioner", None)
             info = {"pid": getattr(prov, "pid", None), "pgid": getattr(prov, "pgid", None)}
             self.pid_file.write_text(json.dumps(info))
+        await c.async_start_new_kernel_client()
 
     async def stop(self) -> None:
         c = self.client
@@ -414,10 +418,13 @@ async def grade_one(nb_path: Path, spec: dict, timeout_s: float, budget_s: float
         return result
     chapters = spec["chapters"]
     ch = chapter if chapter is not None else detect_chapter(nb, nb_path, chapters)
-    if ch is None or str(ch) not in chapters:
-        result["invalid"] = "cannot tell which chapter this is"
+    if ch is None:
+        result["unknown_chapter"] = True
         return result
     result["chapter"] = ch
+    if str(ch) not in chapters:
+        result["no_exercises"] = True
+        return result
     entry = chapters[str(ch)]
     with tempfile.TemporaryDirectory(prefix="vidya-grade-") as tmp:
         tmp = Path(tmp)

@@ -1,0 +1,168 @@
+"""``vidya-lab release``: solutions removed, placeholders kept, Binder/LMS files written.
+
+Uses the fixture chapter and registry in tests/fixtures/grading (chapter 7, not in the book), so the
+tests do not depend on the chapters being written; one test releases the real chapters.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from vidya_lab.cli import main
+from vidya_lab.exercises.grader import load_registry, registry_exercises_for
+from vidya_lab.exercises.release import (
+    chapter_files,
+    chapter_problems,
+    release,
+    repo_chapters_dir,
+    strip_solutions,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures" / "grading"
+CHAPTERS = FIXTURES / "chapters"
+
+
+@pytest.fixture()
+def fixture_registry(monkeypatch):
+    monkeypatch.syspath_prepend(str(FIXTURES))
+    return registry_exercises_for("fixture_exercises")
+
+
+GATED = """intro
+
+```{exercise-start}
+:label: ex-3-2
+```
+Question?
+
+```{code-cell} ipython3
+answer_3_2 = ...
+check("3.2", answer_3_2)
+```
+
+```{exercise-end}
+```
+
+```{solution-start} ex-3-2
+:class: dropdown
+```
+The secret reasoning.
+
+```{code-cell} ipython3
+answer_3_2 = 42
+```
+
+```{solution-end}
+```
+
+after
+"""
+
+
+def test_gated_solution_removed_with_its_code_cells_and_the_rest_kept():
+    out = strip_solutions(GATED)
+    assert "secret" not in out and "answer_3_2 = 42" not in out and "solution" not in out
+    assert out.startswith("intro\n") and out.rstrip().endswith("after")
+    assert "answer_3_2 = ...\ncheck(\"3.2\", answer_3_2)" in out
+    # the sphinx-exercise markers become plain Markdown a notebook renders
+    assert "**Exercise 3.2**" in out and "exercise-start" not in out and "exercise-end" not in out
+
+
+def test_one_piece_solution_with_longer_and_colon_fences():
+    text = ("a\n\n````{solution} ex-1-1\n:class: dropdown\nsecret 1\n```python\nx = 1\n```\n````\n\n"
+            "b\n\n:::{solution-start} ex-1-2\nsecret 2\n:::\n\n:::{solution-end}\n:::\n\nc\n")
+    out = strip_solutions(text)
+    assert "secret" not in out and "x = 1" not in out
+    assert [ln for ln in out.splitlines() if ln.strip()] == ["a", "b", "c"]
+
+
+def test_unterminated_solution_hides_everything_after_it_rather_than_leak():
+    text = "keep\n\n```{solution-start} ex-1-1\n```\nsecret\n\nmore secret\n"
+    assert "secret" not in strip_solutions(text)
+    assert strip_solutions(text).startswith("keep")
+
+
+def test_text_without_directives_is_unchanged():
+    text = "# Title\n\nSome prose with `code` and a fence:\n\n```python\nx = 1\n```\n"
+    assert strip_solutions(text) == text
+
+
+def test_release_of_fixture_chapter(tmp_path, fixture_registry):
+    out, sol = tmp_path / "release", tmp_path / "solutions"
+    released = release(out, chapters_dir=CHAPTERS, exercises_for=fixture_registry,
+                       solutions_dir=sol, package_spec="vidya-lab==0.1.0")
+    assert [r.chapter for r in released] == [7]
+    assert released[0].problems == []
+    nb_text = (out / "07_fixture.ipynb").read_text()
+    assert "SECRET-SOLUTION-TEXT" not in nb_text and "solution" not in nb_text.lower()
+    assert "SECRET-SOLUTION-TEXT" in (sol / "07_fixture.ipynb").read_text()
+    nb = nbformat.read(str(out / "07_fixture.ipynb"), as_version=4)
+    nbformat.validate(nb)
+    assert nb.metadata["vidya_lab"]["chapter"] == 7
+    assert nb.metadata["vidya_lab"]["exercises"] == ["7.1", "7.2", "7.3"]
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+    code = [c.source for c in nb.cells if c.cell_type == "code"]
+    assert sum(bool(re.search(r"^answer_7_1 = \.\.\.", c, re.M)) for c in code) == 1
+    assert sum(bool(re.search(r"^answer_7_2 = \.\.\.", c, re.M)) for c in code) == 1
+    # the function exercise keeps its stub only, not the solution's body
+    defs = [c for c in code if c.startswith("def kv_bytes_per_token")]
+    assert len(defs) == 1 and "return" not in defs[0]
+    # what Binder and an LMS need, without the answers
+    assert (out / "runtime.txt").read_text().startswith("python-3")
+    assert "vidya-lab==0.1.0" in (out / "requirements.txt").read_text().splitlines()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["total_points"] == 4
+    assert [e["id"] for e in manifest["notebooks"][0]["exercises"]] == ["7.1", "7.2", "7.3"]
+    assert "327680" not in (out / "manifest.json").read_text()
+    assert "07_fixture.ipynb" in (out / "README.md").read_text()
+
+
+def test_solutions_inside_the_release_folder_are_refused(tmp_path, fixture_registry):
+    with pytest.raises(ValueError, match="solutions_dir"):
+        release(tmp_path / "r", chapters_dir=CHAPTERS, exercises_for=fixture_registry,
+                solutions_dir=tmp_path / "r" / "sol")
+
+
+def test_problems_are_reported():
+    reg_exs = load_registry(None).exercises  # any real exercise will do, or the fixture below
+    if not reg_exs:
+        pytest.skip("no registered exercises yet")
+    ex = reg_exs[0]
+    missing = chapter_problems(["x = 1"], [ex], ex.chapter, "")
+    assert any(ex.answer_name in p for p in missing)
+    if ex.kind != "function":
+        filled = chapter_problems([f"{ex.answer_name} = 3.0"], [ex], ex.chapter, "")
+        assert any("placeholder" in p for p in filled)
+    unregistered = chapter_problems([], [], 9, 'check("9.9", answer_9_9)')
+    assert unregistered == ["exercise 9.9: checked in the chapter but not registered"]
+
+
+def test_cli_release(tmp_path, monkeypatch, capsys):
+    monkeypatch.syspath_prepend(str(FIXTURES))
+    rc = main(["release", str(tmp_path / "out"), "--chapters", str(CHAPTERS),
+               "--registry", "fixture_exercises", "--json"])
+    assert rc == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert listed[0]["exercises"] == ["7.1", "7.2", "7.3"] and listed[0]["problems"] == []
+
+
+def test_cli_release_bad_chapters_folder(tmp_path, capsys):
+    assert main(["release", str(tmp_path / "out"), "--chapters", str(tmp_path / "nope")]) == 2
+    assert "chapters folder not found" in capsys.readouterr().err
+
+
+def test_release_of_the_real_chapters(tmp_path):
+    """Every chapter is released; each registered exercise is a placeholder and no solution leaks."""
+    files = chapter_files(repo_chapters_dir())
+    released = release(tmp_path, exercises_for=registry_exercises_for(None))
+    assert [r.chapter for r in released] == [ch for ch, _ in files]
+    for r in released:
+        text = r.notebook.read_text()
+        if "exercise-start" in r.source.read_text():  # a chapter not yet showing its exercises
+            assert r.problems == [], (r.source.name, r.problems)  # is being written: skip it
+        assert "solution-start" not in text and "{solution}" not in text
