@@ -367,3 +367,11 @@ def test_capacity_monotone_in_context_and_memory_fraction(ctx, more, f1, df):
     assert sizing.max_concurrent_sequences(r, ctx + more) <= sizing.max_concurrent_sequences(r, ctx)
     bigger = Replica("llama-3.1-8b", "h100-sxm", memory_fraction=f1 + df)
     assert bigger.kv_blocks >= r.kv_blocks
+
+
+def test_decode_steps_time_is_the_sum_of_steps():
+    for model, tp, pp in (("llama-3.1-70b", 4, 2), ("mixtral-8x7b", 2, 1)):
+        r = Replica(model, "h100-sxm", tp=tp, pp=pp)
+        want = sum(sizing.decode_step_time_s(r, 24, 500 + j) for j in range(37))
+        assert sizing.decode_steps_time_s(r, 24, 500, 37) == pytest.approx(want, rel=1e-12)
+        assert sizing.decode_steps_time_s(r, 24, 500, 0) == 0.0

@@ -36,6 +36,7 @@ page shows. :func:`fit` searches the parameters; ``python -m vidya_lab.calibrati
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import math
 import statistics
@@ -151,8 +152,7 @@ def replica_for(row: Row, calibration: Calibration, **kwargs) -> Replica:
 def static_batch_throughput_per_gpu(r: Replica, batch: int, isl: int, osl: int) -> float:
     """Output tokens/s per GPU of static batching: prefill the batch, then osl−1 decode steps."""
     t = r.step_time_s(batch * isl, batch * isl * (isl + 1) / 2, batch * isl, batch, 0, 0)
-    for j in range(1, osl):
-        t += r.step_time_s(0, 0, 0, 0, batch, batch * (isl + j))
+    t += sizing.decode_steps_time_s(r, batch, isl + 1, osl - 1)
     return batch * osl / t / r.n_gpus
 
 
@@ -223,6 +223,11 @@ def closed_batch(r: Replica, n_requests: int, isl: int, osl: int,
             "output_throughput_total": n_requests * osl / t}
 
 
+@functools.lru_cache(maxsize=512)
+def _closed_batch_cached(r: Replica, n_requests: int, isl: int, osl: int) -> dict:
+    return closed_batch(r, n_requests, isl, osl)  # three metrics per run share one replay
+
+
 def predict_row(row: Row, calibration: Calibration | None = None) -> float | None:
     """The model's prediction for one timing row, in the row's SI unit (s or tokens/s); None if the
     row is not a timing measurement."""
@@ -241,7 +246,7 @@ def predict_row(row: Row, calibration: Calibration | None = None) -> float | Non
     if qps is None:
         return None
     if math.isinf(qps):
-        out = closed_batch(r, ONLINE_REQUESTS, row.isl, row.osl)
+        out = _closed_batch_cached(r, ONLINE_REQUESTS, row.isl, row.osl)
     else:
         out = light_load(r, qps, row.isl, row.osl)
     return out[row.metric]

@@ -67,6 +67,8 @@ import math
 from dataclasses import dataclass, field, replace
 from importlib import resources
 
+import numpy as np
+
 from vidya_lab import _validate as v
 from vidya_lab import parallelism as par
 from vidya_lab.catalog import (
@@ -504,6 +506,28 @@ def decode_step_time_s(r: Replica, batch: int, context_tokens: int) -> float:
     b = v.check_int("batch", batch, minimum=1)
     ctx = v.check_int("context_tokens", context_tokens, minimum=1)
     return r.step_time_s(0, 0, 0, 0, b, b * ctx)
+
+
+def decode_steps_time_s(r: Replica, batch: int, context_tokens: int, steps: int) -> float:
+    """Time of ``steps`` consecutive decode iterations of a fixed batch, seconds (static batching).
+
+    Step j (0-based) has ``batch`` sequences attending to ``context_tokens + j`` tokens each; the sum
+    of :func:`decode_step_time_s` over j, evaluated in one vectorised pass.
+    """
+    _as_replica(r)
+    b = v.check_int("batch", batch, minimum=1)
+    ctx0 = v.check_int("context_tokens", context_tokens, minimum=1)
+    n = v.check_int("steps", steps, minimum=0)
+    if n == 0:
+        return 0.0
+    c = r._cost
+    ctx = ctx0 + np.arange(n, dtype=float)
+    compute = (c.flops_per_token * b + c.flops_per_logit_row * b + c.flops_per_pair * b * ctx) \
+        / c.flops_per_s
+    memory = (c.weight_read_bytes(b) + c.kv_bytes_per_token * (b * ctx + b)) / c.bytes_per_s
+    stage = np.maximum(compute, memory) + c.tp_comm_per_token * b + c.tp_comm_fixed
+    per_step_fixed = c.overhead + c.pp_comm_per_token * b + c.pp_comm_fixed
+    return float(n * per_step_fixed + c.pp * stage.sum())
 
 
 def critical_batch_size(r: Replica, context_tokens: int = 0) -> float:
