@@ -218,6 +218,7 @@ class PrefixCache:
             if e is None:
                 if self.capacity_blocks == 0 or not self._make_room():
                     self.blocks_not_stored += stop - i
+                    self.peak_blocks = max(self.peak_blocks, len(blocks))
                     return False
                 parent_key = hashes[i - 1] if i else ROOT_HASH
                 blocks[key] = [1, clock, i, parent_key, 0]
