@@ -675,7 +675,8 @@ def sweep_cache_bytes(trace: PromptTrace, cache_bytes, r: sizing.Replica | None 
 
 
 def cliff_sweep(trace: PromptTrace, cache_bytes, r: sizing.Replica | None = None, *,
-                kinds=("follow-up",), policy: str = "lru-leaf", near: float = 0.95) -> dict:
+                kinds=("follow-up",), policy: str = "lru-leaf", near: float = 0.95,
+                far: float = 0.2) -> dict:
     """How the hit rate of some requests (default: follow-up turns) falls as the cache shrinks.
 
     Runs :func:`simulate` at each size in ``cache_bytes`` (bytes per GPU) and once with an unlimited
@@ -686,7 +687,10 @@ def cliff_sweep(trace: PromptTrace, cache_bytes, r: sizing.Replica | None = None
     * ``ceiling`` — the hit rate with an unlimited cache;
     * ``hit_rate`` — per size; ``gain_share`` = (hit_rate − floor) / (ceiling − floor), the share of
       what more cache can win that this size wins;
-    * ``needed_bytes`` — the smallest swept size whose ``gain_share`` ≥ ``near``;
+    * ``needed_bytes`` — the smallest swept size whose ``gain_share`` ≥ ``near``, and
+      ``needed_fraction_of_kv_budget`` — that size over the replica's KV budget per GPU;
+    * ``edge_bytes`` — the largest swept size whose ``gain_share`` < ``far`` (below it the histories
+      win almost nothing); the cliff lies between ``edge_bytes`` and ``needed_bytes``;
     * ``proportional`` — min(1, size / needed_bytes): the share a policy that kept a fixed subset of
       histories would win (hits in proportion to the room). LRU below it is the cliff.
 
@@ -712,8 +716,11 @@ def cliff_sweep(trace: PromptTrace, cache_bytes, r: sizing.Replica | None = None
     reached = np.flatnonzero(share >= near)
     needed = float(sizes[reached[0]]) if reached.size else math.nan
     prop = np.minimum(1.0, sizes / needed) if reached.size else np.full_like(sizes, np.nan)
+    low = np.flatnonzero(share < far)
+    edge = float(sizes[low[-1]]) if low.size else math.nan
     return {"cache_bytes": sizes, "hit_rate": hit, "floor": floor, "ceiling": ceiling,
-            "gain_share": share, "needed_bytes": needed, "proportional": prop,
+            "gain_share": share, "needed_bytes": needed, "proportional": prop, "edge_bytes": edge,
+            "needed_fraction_of_kv_budget": needed / r.kv_budget_bytes,
             "token_hit_rate": np.asarray([res.summary["token_hit_rate"] for res in results])}
 
 
