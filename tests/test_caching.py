@@ -347,7 +347,8 @@ def test_cliff_sweep_floor_and_shares():
     assert cs["hit_rate"][0] == 0 and cs["gain_share"][-1] == pytest.approx(1.0)
     assert np.allclose(cs["gain_share"], (cs["hit_rate"] - cs["floor"]) / (cs["ceiling"] - cs["floor"]))
     assert cs["needed_bytes"] in sizes and np.all(cs["proportional"] <= 1)
-    assert cs["edge_bytes"] == 0.0  # an empty cache wins nothing
+    assert cs["gain_share"][0] < 0  # an empty cache wins nothing, not even the floor
+    assert cs["edge_bytes"] == max(c for c, g in zip(sizes, cs["gain_share"], strict=True) if g < 0.2)
     assert cs["needed_fraction_of_kv_budget"] == pytest.approx(cs["needed_bytes"] / r.kv_budget_bytes)
     with pytest.raises(ValueError, match="kinds"):
         C.cliff_sweep(trace, sizes, r, kinds=("nothing",))
