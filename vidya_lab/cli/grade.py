@@ -31,7 +31,7 @@ def register(subparsers) -> None:
                    help="random grading cases per function exercise (default 5)")
     p.add_argument("--cases", metavar="FILE",
                    help='JSON of extra grading cases, {"2.3": [[arg, ...], ...]}; keep it where '
-                        "students cannot read it")
+                        "students cannot read it ('-': read it from stdin)")
     p.add_argument("--chapter", type=int,
                    help="grade every notebook as this chapter (default: detect it)")
     p.add_argument("--memory-limit-gib", type=float, default=4.0, metavar="GIB",

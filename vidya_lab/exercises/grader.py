@@ -436,8 +436,9 @@ def run_workers(paths: Sequence[Path], spec: dict, *, timeout_s: float, budget_s
     results: dict[Path, dict] = {}
     with tempfile.TemporaryDirectory(prefix="vidya-grade-") as tmp:
         tmp = Path(tmp)
-        spec_file = tmp / "spec.json"
-        spec_file.write_text(json.dumps(spec))
+        # The spec (grading-case inputs) goes to each worker through a pipe, not a file a
+        # notebook running under the same account could read while it executes.
+        spec_bytes = json.dumps(spec).encode("utf-8")
         pending = list(enumerate(paths))
         running: list[_Job] = []
         try:
@@ -446,7 +447,7 @@ def run_workers(paths: Sequence[Path], spec: dict, *, timeout_s: float, budget_s
                     k, path = pending.pop(0)
                     job_dir = tmp / f"job{k}"
                     job_dir.mkdir()
-                    cmd = [sys.executable, "-m", "vidya_lab.exercises.runner", str(spec_file),
+                    cmd = [sys.executable, "-m", "vidya_lab.exercises.runner", "-",
                            str(path.resolve()), str(job_dir / "result.json"),
                            "--timeout", str(timeout_s), "--budget", str(budget_s),
                            "--kernel", kernel, "--pid-file", str(job_dir / "kernel.json"),
@@ -455,11 +456,16 @@ def run_workers(paths: Sequence[Path], spec: dict, *, timeout_s: float, budget_s
                         cmd += ["--chapter", str(chapter)]
                     stderr = open(job_dir / "stderr.txt", "wb")
                     try:
-                        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE,
                                                 stdout=subprocess.DEVNULL, stderr=stderr,
                                                 cwd=job_dir, start_new_session=True)
                     finally:
                         stderr.close()
+                    try:
+                        proc.stdin.write(spec_bytes)
+                        proc.stdin.close()
+                    except OSError:  # the worker died at once: its row will say so
+                        pass
                     n_fx = sum(len(c["functions"]) for c in spec["chapters"].values())
                     allowance = budget_s + (3 + n_fx) * (min(timeout_s, 60) + 10) + WORKER_SLACK_S
                     running.append(_Job(path, proc, job_dir / "result.json",

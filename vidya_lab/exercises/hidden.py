@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -75,10 +76,14 @@ def usable_output(value: Any) -> bool:
 
 
 def load_case_file(path: str | Path) -> dict[str, list[tuple]]:
-    """Read ``{"2.3": [[arg, ...], ...], ...}``: an instructor's own grading cases."""
-    path = Path(path)
+    """Read ``{"2.3": [[arg, ...], ...], ...}``: an instructor's own grading cases (``-``: stdin)."""
+    if str(path) == "-":  # from stdin: nothing left on disk for a notebook to read
+        text, path = sys.stdin.read(), Path("-")
+    else:
+        path = Path(path)
+        text = path.read_text(encoding="utf-8")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"--cases {path}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
     if not isinstance(data, dict) or not all(

@@ -1,7 +1,7 @@
 """Run ONE submitted notebook in its own kernel and read the student's answers back as JSON.
 
 This is the worker ``vidya-lab grade`` starts once per submission, as its own process
-(``python -m vidya_lab.exercises.runner SPEC NOTEBOOK RESULT``), so that nothing a notebook does
+(``python -m vidya_lab.exercises.runner - NOTEBOOK RESULT``, the spec on stdin), so that nothing a notebook does
 can take the grading run down with it. It never scores: it reports what happened (cell errors,
 timeouts, kernel deaths) and the student's raw answers, and the grader compares them with the expected
 answers in its own process.
@@ -479,7 +479,7 @@ def _limit_memory(limit_bytes: int | None) -> None:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m vidya_lab.exercises.runner")
-    p.add_argument("spec")
+    p.add_argument("spec", help="JSON spec file, or - to read it from stdin")
     p.add_argument("notebook")
     p.add_argument("result")
     p.add_argument("--timeout", type=float, required=True)
@@ -489,7 +489,7 @@ def main(argv=None) -> int:
     p.add_argument("--chapter", type=int)
     p.add_argument("--memory-limit", type=int, default=0, help="bytes of address space; 0: none")
     a = p.parse_args(argv)
-    spec = json.loads(Path(a.spec).read_text())
+    spec = json.load(sys.stdin) if a.spec == "-" else json.loads(Path(a.spec).read_text())
     _limit_memory(a.memory_limit)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
