@@ -865,8 +865,8 @@ def latency_budget(ttft_target_s: float, *, prefill_s: float, network_s: float) 
 READING_WORDS_PER_MIN = 238.0
 
 #: Tokens per English word for GPT-style BPE tokenizers: "1 token ≈ ¾ of a word", so 4/3
-#: (OpenAI Help Center, "What are tokens and how to count them?"). Other scripts (Hindi, Tamil …)
-#: take several times more tokens per word with such tokenizers.
+#: (OpenAI Help Center, "What are tokens and how to count them?"), for English text; words of other
+#: scripts are often split into more tokens: measure it on your own traffic.
 TOKENS_PER_WORD = 4.0 / 3.0
 
 
