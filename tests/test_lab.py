@@ -1,7 +1,9 @@
 """Chapters as live notebooks, the way Binder serves them.
 
 1. Every chapter runs top to bottom in a fresh kernel started in chapters/, read through jupytext
-   (no book build, no cache): what a reader gets from "Run all" after opening the .md file.
+   (no book build, no cache): what a reader gets from "Run all" after opening the .md file. Every
+   module the kernel then holds must come from requirements.txt (or its dependencies), the
+   standard library or the package: what Binder installs is enough (nothing from requirements-dev).
 2. JupyterLab from the .venv (what `make lab` and Binder start from requirements.txt), bound to
    127.0.0.1 on a free port with a token, opens a chapter as a notebook through jupytext's
    "Jupytext Notebook" viewer, runs all cells in Chromium, drags a widget's slider and waits for
@@ -11,6 +13,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -32,22 +35,84 @@ OUTPUT_CHANGE_TIMEOUT_S = 90
 WIDGET_RE = re.compile(r"vidya_lab\.widgets|from vidya_lab import[^\n]*\bwidgets\b")
 
 
+_LIST_MODULES = "import json, sys; print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
+
+
+def requirements_closure() -> set[str]:
+    """Canonical names of requirements.txt's distributions and, recursively, their dependencies."""
+    import importlib.metadata as md
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    todo: list[tuple[str, frozenset]] = []  # (distribution, extras asked for)
+    for line in (ROOT / "requirements.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line.startswith("-e"):
+            todo.append(("vidya-lab", frozenset()))
+        elif line and not line.startswith("-"):
+            req = Requirement(line)
+            todo.append((req.name, frozenset(req.extras)))
+    names: set[str] = set()
+    done: set[tuple[str, frozenset]] = set()
+    while todo:
+        name, extras = todo.pop()
+        name = canonicalize_name(name)
+        if (name, extras) in done:
+            continue
+        done.add((name, extras))
+        names.add(name)
+        try:
+            requires = md.distribution(name).requires or []
+        except md.PackageNotFoundError:
+            continue
+        for text in requires:
+            req = Requirement(text)
+            if req.marker is None or any(req.marker.evaluate({"extra": e})
+                                         for e in extras | {""}):
+                todo.append((req.name, frozenset(req.extras)))
+    return names
+
+
+def _outside_requirements(modules: list[str]) -> dict[str, list[str]]:
+    """{module: its distributions} for imported modules that no requirements.txt dist provides."""
+    import importlib.metadata as md
+
+    from packaging.utils import canonicalize_name
+
+    provided_by = md.packages_distributions()
+    allowed = requirements_closure()
+    outside = {}
+    for module in modules:
+        dists = provided_by.get(module)
+        if dists and not any(canonicalize_name(d) in allowed for d in dists):
+            outside[module] = dists
+    return outside
+
+
 @pytest.mark.book
 @pytest.mark.slow
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_chapter_runs_top_to_bottom_in_a_fresh_kernel(chapter):
     import jupytext
+    import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
     path = ROOT / f"{chapter}.md"
     nb = jupytext.read(path)
+    nb.cells.append(nbformat.v4.new_code_cell(_LIST_MODULES))
     client = NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
                             resources={"metadata": {"path": str(path.parent)}})
     try:
         client.execute()
     except CellExecutionError as exc:
         pytest.fail(f"{chapter}.md fails when run top to bottom in chapters/:\n{str(exc)[-3000:]}")
+    probe = nb.cells.pop()
+    imported = json.loads(next(o["text"] for o in probe.outputs if o.get("name") == "stdout"))
+    outside = _outside_requirements(imported)
+    assert not outside, (f"{chapter}.md imports modules that requirements.txt does not install "
+                         f"(Binder would fail): {outside}")
     code_cells = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
     assert code_cells, f"{chapter}.md has no code cells"
     assert all(c.get("execution_count") for c in code_cells), "a code cell did not run"
