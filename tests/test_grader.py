@@ -428,3 +428,15 @@ def test_real_chapters_release_and_grade(tmp_path):
             assert s.total == s.max_points > 0, (s.file, [(x.id, x.verdict) for x in s.scores])
         else:
             assert s.total == 0, s.file
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS is enforced on Linux")
+def test_memory_limit_stops_a_large_allocation():
+    import subprocess
+
+    code = ("from vidya_lab.exercises.runner import _limit_memory\n"
+            "_limit_memory(2**30)\n"
+            "import numpy\n"
+            "try:\n    numpy.empty(2**28)\nexcept MemoryError:\n    print('refused')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "refused", out.stderr[-500:]

@@ -598,7 +598,12 @@ def grade(submissions_dir: str | Path, out_csv: str | Path, *, timeout_s: float 
     write_csv(ordered, reg, out_csv)
     fdir = Path(feedback_dir) if feedback_dir else out_csv.with_name(out_csv.stem + "_feedback")
     fdir.mkdir(parents=True, exist_ok=True)
+    used: set[str] = set()
     for s in ordered:
-        (fdir / _feedback_name(s.file)).write_text(feedback_text(s), encoding="utf-8")
+        name = _feedback_name(s.file)
+        while name in used:  # "a/b.ipynb" and "a__b.ipynb" would share a name
+            name = name[:-4] + "_.txt"
+        used.add(name)
+        (fdir / name).write_text(feedback_text(s), encoding="utf-8")
     say(f"vidya-lab grade: wrote {out_csv} and {len(ordered)} feedback files in {fdir}")
     return ordered

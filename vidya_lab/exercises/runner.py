@@ -21,6 +21,7 @@ import asyncio
 import json
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -290,7 +291,10 @@ class Run:
     async def start(self) -> None:
         c = self.client
         c.km = c.create_kernel_manager()
-        await c.async_start_new_kernel(cwd=str(self.workdir))
+        # the kernel's own stdout/stderr (os.write(1, ...) and the like) go nowhere: a notebook
+        # cannot fill the grader's disk through them
+        await c.async_start_new_kernel(cwd=str(self.workdir), stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL)
         if self.pid_file is not None:  # before anything can hang: the grader kills by it
             prov = getattr(c.km, "provisioner", None)
             info = {"pid": getattr(prov, "pid", None), "pgid": getattr(prov, "pgid", None)}
