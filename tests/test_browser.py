@@ -37,7 +37,7 @@ async () => {
   const views = document.querySelectorAll(
     'script[type="application/vnd.jupyter.widget-view+json"]').length;
   // the HTML manager renders on window load; wait (bounded) for one subarea per view
-  for (let i = 0; i < 200 && document.querySelectorAll('.widget-subarea').length < views; i++) {
+  for (let i = 0; i < 600 && document.querySelectorAll('.widget-subarea').length < views; i++) {
     await new Promise(r => setTimeout(r, 100));
   }
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
