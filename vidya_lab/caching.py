@@ -247,12 +247,17 @@ class PrefixCache:
         -------
         (hit_blocks, handle): blocks reused from the cache, and the handle for :meth:`release`.
         """
-        stop = len(hashes) if insert_blocks is None else insert_blocks
+        stop = len(hashes) if insert_blocks is None else min(insert_blocks, len(hashes))
         self._clock += 1
-        hit = self.cached_prefix_blocks(hashes, lookup_blocks)
-        pinned: list[int] = []
-        complete = self._insert_or_pin(hashes, 0, stop, pinned)
-        return hit, _Handle(pinned, complete, stop)
+        clock, blocks = self._clock, self._blocks
+        n = self.cached_prefix_blocks(hashes, stop)  # cached run: pin it in one pass
+        for key in hashes[:n]:
+            e = blocks[key]
+            e[0] += 1
+            e[1] = clock
+        pinned = list(hashes[:n])
+        complete = self._insert_or_pin(hashes, n, stop, pinned)
+        return min(n, lookup_blocks), _Handle(pinned, complete, stop)
 
     def release(self, handle: _Handle, extra_hashes=()) -> None:
         """A request finishes: store the blocks its answer filled (if its prompt chain is whole),
@@ -260,13 +265,15 @@ class PrefixCache:
         self._clock += 1
         if handle.complete and len(extra_hashes) > handle.stored:
             self._insert_or_pin(extra_hashes, handle.stored, len(extra_hashes), handle.pinned)
-        blocks, clock, heap = self._blocks, self._clock, self._heap
+        blocks, clock, heap, leaf = self._blocks, self._clock, self._heap, self._leaf
+        push = heapq.heappush
         for key in reversed(handle.pinned):
             e = blocks[key]
-            e[0] -= 1
+            refs = e[0] - 1
+            e[0] = refs
             e[1] = clock
-            if self._evictable(e):
-                heapq.heappush(heap, (clock, -e[2], key))
+            if refs == 0 and (not leaf or e[4] == 0):
+                push(heap, (clock, -e[2], key))
         handle.pinned = []
 
 
