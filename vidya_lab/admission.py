@@ -35,10 +35,13 @@ Policies (:data:`POLICIES`)
     chunks, oldest first. No decode ever waits for a whole long prefill; the price is that a long
     prompt is split into many steps, each re-reading the weights and the prompt's KV so far.
 ``"priority"``
-    ``"chunked"`` with the prefill queue ordered by class (``class_priority``: lower number first;
-    students ahead of uploads by default) instead of by arrival alone. A low class can starve while
-    the high class keeps the budget busy; ``aging_s`` lifts a waiting request by one class per
-    ``aging_s`` seconds waited (anti-starvation).
+    ``"chunked"`` with the prompt work ordered by class (``class_priority``: lower number first;
+    students ahead of uploads by default) instead of by arrival: at each step the admitted partial
+    prefills and the head of each class's queue compete by (rank − waited/``aging_s``, arrival). A
+    low class can starve while the high class keeps the budget busy; ``aging_s`` lifts a waiting
+    request by one class per ``aging_s`` seconds waited (anti-starvation). ``"chunked"`` instead
+    finishes the prompts it has started before admitting new ones (vLLM schedules its running
+    requests before its waiting queue).
 
 KV memory (:data:`KV_POLICIES`)
 -------------------------------
@@ -96,7 +99,7 @@ import math
 import time
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import simpy
@@ -279,7 +282,6 @@ class SimResult:
     kv_blocks_total: int
     kv_blocks_free_end: int
     config: SchedulerConfig
-    _prompt_tokens: np.ndarray = field(repr=False, default=None)
 
     @property
     def finished(self) -> int:
@@ -348,7 +350,6 @@ class _Engine:
         self.arr = w.arrival_s.tolist()
         self.p0 = w.prompt_tokens.tolist()
         self.m0 = w.output_tokens.tolist()
-        klass = w.klass.tolist()
         self.B = B = r.block_tokens
         self.total_blocks = r.kv_blocks
         self.free = self.total_blocks
@@ -375,18 +376,18 @@ class _Engine:
         self.pre: list[list[float] | None] = [None] * n   # emissions before a preemption
         self.epoch = [0] * n
         self.ever_admitted = [False] * n
-        # queues: one deque per rank, sorted by rank
-        ranks = sorted({cfg.rank_of(k) for k in klass}) if cfg.policy == "priority" else [0]
-        if not ranks:
-            ranks = [0]
-        self.queues = [deque() for _ in ranks]
+        # queues: one deque per rank (priority) or a single FIFO; ranks looked up per class label
         if cfg.policy == "priority":
+            labels, inverse = np.unique(w.klass, return_inverse=True)
+            label_rank = [cfg.rank_of(str(k)) for k in labels]
+            ranks = sorted(set(label_rank)) or [0]
             index = {rk: q for q, rk in enumerate(ranks)}
-            self.qof = [index[cfg.rank_of(k)] for k in klass]
+            self.qof = [index[label_rank[j]] for j in inverse.tolist()]
             self.qrank = ranks
         else:
             self.qof = [0] * n
             self.qrank = [0]
+        self.queues = [deque() for _ in self.qrank]
         self.n_waiting = 0
         self.tokens_in_flight = 0
         self.running: dict[int, None] = {}   # admitted, in admission order (newest last)
@@ -826,8 +827,7 @@ def _result(eng: _Engine, w: Workload, cfg: SchedulerConfig, wall_before: float)
                      .astype(str), in_flight_ids=in_flight.astype(np.int64), arrived=len(w),
                      iterations=log, preemptions=eng.preemptions, end_s=float(eng.end),
                      wall_s=wall, kv_blocks_total=eng.total_blocks,
-                     kv_blocks_free_end=eng.free, config=cfg,
-                     _prompt_tokens=w.prompt_tokens)
+                     kv_blocks_free_end=eng.free, config=cfg)
 
 
 # ----------------------------------------------------------------------------- workloads
