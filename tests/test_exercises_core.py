@@ -125,18 +125,19 @@ def test_answer_name_defaults_from_id():
     assert EX.chapter == 9
 
 
-def test_check_prints_and_returns(monkeypatch, capsys):
+def test_check_prints_and_returns_nothing(monkeypatch, capsys):
     monkeypatch.setattr(core, "chapter_exercises", lambda ch: [EX] if ch == 9 else [])
-    assert core.check("9.1", KV) is True
+    assert core.check("9.1", KV) is None  # nothing echoed under the feedback in a notebook
     assert "✅" in capsys.readouterr().out
-    assert core.check("9.1", ...) is False
+    core.check("9.1", ...)
     assert "⏳" in capsys.readouterr().out
-    assert core.check("9.1", 1.0) is False
+    core.check("9.1", 1.0)
     assert "❌" in capsys.readouterr().out
-    assert core.check("9.99", 1.0) is False
+    core.check("9.99", 1.0)
     out = capsys.readouterr().out
-    assert "unknown exercise" in out and "9.1" in out
-    assert core.check("nonsense", 1.0) is False
+    assert "❌" in out and "unknown exercise" in out and "9.1" in out
+    core.check("nonsense", 1.0)
+    assert "❌" in capsys.readouterr().out
 
 
 def test_every_registered_exercise_has_a_computable_answer():

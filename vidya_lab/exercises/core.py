@@ -238,14 +238,18 @@ def get_exercise(exercise_id: str) -> Exercise:
     raise KeyError(f"unknown exercise {exercise_id!r}; chapter {chapter} has: {known}")
 
 
-def check(exercise_id: str, answer: Any) -> bool:
-    """Print ✅/❌ and a hint for the reader's ``answer``; return True when right. Never raises."""
+def check(exercise_id: str, answer: Any) -> None:
+    """Print ✅/❌ and a hint for the reader's ``answer``. Never raises.
+
+    Returns None on purpose: the check is the last line of an answer cell, and a returned bool would
+    be echoed under the feedback. Code that needs the verdict calls :func:`judge`.
+    """
     try:
         ex = get_exercise(exercise_id)
     except Exception as exc:
         print(f"❌ exercise {exercise_id}: {exc}")
-        return False
+        return None
     verdict = judge(ex, answer)
     mark = {"right": "✅", "wrong": "❌", "unanswered": "⏳"}[verdict.status]
     print(f"{mark} exercise {ex.id}: {verdict.message}")
-    return verdict.right
+    return None
