@@ -101,7 +101,7 @@ def table_rows(view: dict) -> list[list[str]]:
 class _Plot:
     """A figure made once; each update replaces the segments' data and the title."""
 
-    def __init__(self) -> None:
+    def __init__(self, show_title: bool = True, show_legend: bool = True) -> None:
         from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
         self.fig = Figure(figsize=(9, 3.0))
@@ -120,9 +120,12 @@ class _Plot:
         self.ax.set_xlim(0, WINDOW_S)
         self.ax.set_xlabel("time (s)")
         self.ax.set_ylabel("gap between tokens (s)")
-        self.ax.legend(loc="upper right", fontsize=8)
+        if show_legend:
+            self.ax.legend(loc="upper right", fontsize=8)
+        self.show_title = show_title
         self.title = self.ax.set_title("", fontsize=9)
-        self.fig.subplots_adjust(left=0.08, right=0.98, bottom=0.16, top=0.88)
+        self.fig.subplots_adjust(left=0.08, right=0.98, bottom=0.16,
+                                 top=0.88 if show_title else 0.97)
 
     def update(self, view: dict) -> Figure:
         emit, gap = view["emit_s"], view["worst_gap_s"]
@@ -135,18 +138,29 @@ class _Plot:
         f = view["upload_first_token_s"] if view["upload_first_token_s"] is not None else WINDOW_S
         self.span.set_x(a)
         self.span.set_width(f - a)
-        up = view["report"]["upload"]
-        ttft = "no first token in the window" if up["ttft_s"] is None \
-            else f"its first token after {up['ttft_s']:.1f} s"
-        self.title.set_text(f"{view['policy_label']}, chunk {view['chunk_tokens']}, "
-                            f"{view['rate_per_s']:.2f} students/s; a {view['upload_tokens']:,}-token "
-                            f"upload at {a:g} s, {ttft}")
+        if self.show_title:
+            self.title.set_text(caption(view))
         return self.fig
+
+
+def caption(view: dict) -> str:
+    """One line saying what the figure shows (policy, chunk, load, the upload and its first token)."""
+    up = view["report"]["upload"]
+    ttft = "no first token in the window" if up["ttft_s"] is None \
+        else f"its first token after {up['ttft_s']:.1f} s"
+    return (f"{view['policy_label']}, chunk {view['chunk_tokens']}, {view['rate_per_s']:.2f} "
+            f"students/s; a {view['upload_tokens']:,}-token upload at "
+            f"{view['upload_arrival_s']:g} s, {ttft}")
 
 
 def draw(view: dict) -> Figure:
     """The students' inter-token gaps over time (each drawn from where it began to where it ended)."""
     return _Plot().update(view)
+
+
+LEGEND_HTML = ("<span style='color:#1f3b57'>&#9644;</span> a student's wait between two tokens "
+               "(from, to) &nbsp; <b>- -</b> TPOT target &nbsp; "
+               "<span style='color:#d9534f'>&#9632;</span> upload: arrival to first token")
 
 
 def table_html(view: dict) -> str:
@@ -155,7 +169,8 @@ def table_html(view: dict) -> str:
     head = "".join(f"<th style='padding:0 0.8em'>{c}</th>" for c in rows[0])
     body = "".join("<tr>" + "".join(f"<td style='padding:0 0.8em;text-align:right'>{c}</td>"
                                     for c in r) + "</tr>" for r in rows[1:])
-    return f"<table><tr>{head}</tr>{body}</table>"
+    return (f"<p>{caption(view)}<br>{LEGEND_HTML}</p>"
+            f"<table><tr>{head}</tr>{body}</table>")
 
 
 def build():
@@ -177,7 +192,8 @@ def build():
                                description="load (× saturation)", style=style, layout=layout)
     out = widgets.Output()
     table = widgets.HTML()
-    plot = _Plot()
+    # caption and legend go in the HTML below the figure: matplotlib text is most of a redraw
+    plot = _Plot(show_title=False, show_legend=False)
 
     def update(_change=None):
         view = compute_view(policy.value, chunk.value, upload.value, load.value)
