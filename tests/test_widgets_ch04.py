@@ -21,9 +21,13 @@ def test_view_follows_cache_size_and_prefix():
 
 
 def test_draw_and_build():
-    fig = ch04.draw(ch04.compute_view(3000, 150, 1.0, 6))
-    assert len(fig.axes) == 2 and "GB per GPU" in fig.texts[0].get_text()
+    view = ch04.compute_view(3000, 150, 1.0, 6)
+    fig = ch04.draw(view)
+    assert len(fig.axes) == 2 and "token hit rate" in fig.axes[0].get_title()
+    assert "GB per GPU" in ch04.summary_html(view)
     box = ch04.build()
-    sliders = box.children[:4]
-    sliders[2].value = 0.1  # the observer redraws without error
-    assert len(box.children) == 5
+    sliders, text = box.children[:4], box.children[5]
+    before = text.value
+    sliders[2].value = 0.1  # the observer recomputes and redraws
+    assert text.value != before and "0.1 GB per GPU" in text.value
+    assert len(box.children) == 6

@@ -2,8 +2,9 @@
 
 No math here: traffic comes from :func:`vidya_lab.caching.tutor_trace`, the replay and the TTFTs from
 :func:`vidya_lab.caching.simulate` (through the cost model of :mod:`vidya_lab.sizing`).
-:func:`compute_view` (numbers) and :func:`draw` (a matplotlib figure) are plain functions that tests
-call without a browser; :func:`build` wires them to sliders.
+:func:`compute_view` (numbers), :func:`draw` (a matplotlib figure) and :func:`summary_html` are plain
+functions that tests call without a browser; :func:`build` wires them to sliders and redraws one
+figure in place.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from vidya_lab import caching
 from vidya_lab.scenario import TANVI
 
 #: Requests replayed per view (small, so a slider move redraws quickly) and their seed.
-REQUESTS = 200
+REQUESTS = 150
 SEED = 4
 PREFIX_RANGE_TOKENS = (0, 8000)
 UNIQUE_RANGE_TOKENS = (1, 4000)
@@ -55,39 +56,71 @@ def compute_view(prefix_tokens: int, unique_tokens: int, cache_gb: float, subjec
     }
 
 
-def draw(view: dict, fig: Figure | None = None) -> Figure:
-    """Hit share per request (left) and TTFT without/with the cache (right); return the figure."""
-    fig = fig or Figure(figsize=(9, 3.4))
-    fig.clear()
-    ax1, ax2 = fig.subplots(1, 2)
-    share = view["hit_tokens"] / view["prompt_tokens"]
-    ax1.plot(np.arange(1, share.size + 1), share, ".", ms=3, color="#246")
-    ax1.set_ylim(-0.03, 1.03)
-    ax1.set_xlabel("request (arrival order)")
-    ax1.set_ylabel("share of prompt served from cache")
+class _Plot:
+    """A figure made once; each update replaces the lines' data (fast to redraw)."""
+
+    def __init__(self, show_titles: bool = True) -> None:
+        self.fig = Figure(figsize=(9, 3.2))
+        self.ax1, self.ax2 = self.fig.subplots(1, 2)
+        (self.share,) = self.ax1.plot([], [], ".", ms=3, color="#246")
+        self.ax1.set_xlim(0, REQUESTS + 1)
+        self.ax1.set_ylim(-0.03, 1.03)
+        self.ax1.set_xlabel("request (arrival order)")
+        self.ax1.set_ylabel("share of prompt from cache")
+        (self.without,) = self.ax2.plot([], [], color="#c66", lw=2, label="without cache")
+        (self.with_,) = self.ax2.plot([], [], color="#39c", lw=2, label="with cache")
+        self.ax2.set_ylim(0, 1.0)
+        self.ax2.set_xlabel("TTFT on an idle replica (ms)")
+        self.ax2.set_ylabel("share of requests at or below")
+        self.ax2.legend(loc="lower right", fontsize=8)
+        self.show_titles = show_titles
+        self.t1 = self.ax1.set_title("", fontsize=9)
+        self.t2 = self.ax2.set_title("", fontsize=9)
+        self.fig.subplots_adjust(left=0.08, right=0.98, bottom=0.17, wspace=0.28,
+                                 top=0.88 if show_titles else 0.96)
+
+    def update(self, view: dict) -> Figure:
+        share = view["hit_tokens"] / view["prompt_tokens"]
+        self.share.set_data(np.arange(1, share.size + 1), share)
+        ms = 1e3
+        frac = np.arange(1, share.size + 1) / share.size
+        self.without.set_data(np.sort(view["ttft_without_s"]) * ms, frac)
+        self.with_.set_data(np.sort(view["ttft_with_s"]) * ms, frac)
+        self.ax2.set_xlim(0, float(np.max(view["ttft_without_s"])) * ms * 1.05)
+        if self.show_titles:
+            left, right = captions(view)
+            self.t1.set_text(left)
+            self.t2.set_text(right)
+        return self.fig
+
+
+def captions(view: dict) -> tuple[str, str]:
+    """The two panels' one-line summaries (hit rates; median TTFT without → with)."""
     s = view["summary"]
-    ax1.set_title(f"token hit rate {s['token_hit_rate']:.1%}, request hit rate "
-                  f"{s['request_hit_rate']:.1%}", fontsize=9)
-    ms = 1e3
-    top = float(np.max(view["ttft_without_s"])) * ms * 1.05
-    bins = np.linspace(0.0, top, 50)
-    ax2.hist(view["ttft_without_s"] * ms, bins=bins, color="#c66", alpha=0.7, label="without cache")
-    ax2.hist(view["ttft_with_s"] * ms, bins=bins, color="#39c", alpha=0.7, label="with cache")
-    ax2.set_xlabel("TTFT on an idle replica (ms)")
-    ax2.set_ylabel("requests")
-    ax2.set_title(f"p50 {s['ttft_s_p50_without'] * ms:.0f} ms → {s['ttft_s_p50_with'] * ms:.0f} ms",
-                  fontsize=9)
-    ax2.legend(fontsize=8)
-    fig.suptitle(f"{view['replica']}: cache {view['cache_gb']:.3g} GB per GPU "
-                 f"({s['cache_blocks_capacity']:,} blocks), {s['evictions']:,} evictions", fontsize=10)
-    fig.tight_layout()
-    return fig
+    return (f"token hit rate {s['token_hit_rate']:.1%}, request hit rate {s['request_hit_rate']:.1%}",
+            f"TTFT p50 {s['ttft_s_p50_without'] * 1e3:.0f} ms → {s['ttft_s_p50_with'] * 1e3:.0f} ms")
+
+
+def summary_html(view: dict) -> str:
+    """What the figure shows, as a line of HTML under it."""
+    s = view["summary"]
+    left, right = captions(view)
+    return (f"<p>{view['replica']}: cache {view['cache_gb']:.3g} GB per GPU "
+            f"({s['cache_blocks_capacity']:,} blocks of {s['block_tokens']} tokens), "
+            f"{s['evictions']:,} evictions.<br>{left}; {right}.</p>")
+
+
+def draw(view: dict, fig: Figure | None = None) -> Figure:
+    """Hit share per request (left) and TTFT without/with the cache as cumulative shares (right)."""
+    return _Plot().update(view)
 
 
 def build():
     """The widget: sliders for prefix, unique tokens, cache size and subjects; the figure below."""
+    import io
+
     import ipywidgets as widgets
-    from IPython.display import display
+    from IPython.display import Image, display
 
     style = {"description_width": "13em"}
     layout = widgets.Layout(width="34em")
@@ -105,14 +138,19 @@ def build():
                                  description="subjects", style=style, layout=layout,
                                  continuous_update=False)
     out = widgets.Output()
+    text = widgets.HTML()
+    plot = _Plot(show_titles=False)  # titles go in the HTML: matplotlib text is most of a redraw
 
     def update(_change=None):
-        fig = draw(compute_view(prefix.value, unique.value, cache.value, subjects.value))
+        view = compute_view(prefix.value, unique.value, cache.value, subjects.value)
+        png = io.BytesIO()
+        plot.update(view).savefig(png, format="png", dpi=72)
+        text.value = summary_html(view)
         out.clear_output(wait=True)
         with out:
-            display(fig)
+            display(Image(data=png.getvalue(), format="png"))
 
     for w in (prefix, unique, cache, subjects):
         w.observe(update, names="value")
     update()
-    return widgets.VBox([prefix, unique, cache, subjects, out])
+    return widgets.VBox([prefix, unique, cache, subjects, out, text])
