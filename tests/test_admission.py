@@ -223,8 +223,29 @@ def test_conservation_and_consistency(policy, kv, rate, seed, drain, max_queue, 
     fin = res.timelines.finished
     tok = np.diff(res.timelines.token_offsets)
     assert np.all(tok[fin] == res.timelines.output_tokens[fin])
-    assert np.all(res.iterations.kv_blocks_used <= res.kv_blocks_total)
+    log = res.iterations
+    assert np.all(log.kv_blocks_used <= res.kv_blocks_total)
+    assert np.all(log.batch_size <= SMALL.max_num_seqs)
+    if policy == "fcfs":      # whole prompts in prefill-only steps: decodes wait (the freeze)
+        assert not np.any((log.prefill_tokens > 0) & (log.decode_count > 0))
+    else:                     # the token budget holds: decodes first, prompt chunks in the rest
+        assert np.all(log.prefill_tokens <= np.maximum(chunk - log.decode_count, 0))
     _validate(res)
+
+
+def test_class_priority_mapping_and_unknown_classes():
+    cfg = ad.SchedulerConfig(policy="priority", class_priority={"bulk": 2, "vip": -1})
+    assert cfg.class_priority == (("bulk", 2), ("vip", -1))
+    assert cfg.rank_of("vip") == -1 and cfg.rank_of("student") == 0
+    # a bulk job and a vip arrive while a student's long prompt is queued: vip first, bulk last
+    w = Workload.from_arrays([0.0, 0.0, 0.0], [3000, 3000, 3000], [2, 2, 2],
+                             klass=["bulk", "student", "vip"])
+    res = ad.simulate(R70, w, ad.SchedulerConfig(policy="priority", chunk_tokens=1000,
+                                                 class_priority={"bulk": 2, "vip": -1}))
+    first = dict(zip(res.timelines.klass, res.timelines.first_token_s, strict=True))
+    assert first["vip"] < first["student"] < first["bulk"]
+    with pytest.raises(TypeError, match="class_priority"):
+        ad.SchedulerConfig(class_priority=[("a", 1, 2)])
 
 
 def test_same_seed_same_result():
@@ -299,3 +320,16 @@ def test_upload_report_phases_and_chunked_prefill_time():
     assert ad.chunked_prefill_time_s(R70, 3000, 1000) == pytest.approx(
         sum(sizing.iteration_time_s(R70, prefill=[(1000, k)]) for k in (0, 1000, 2000)))
     assert ad.chunked_prefill_time_s(R70, 40_000, 256) > ad.chunked_prefill_time_s(R70, 40_000, 2048)
+
+
+def test_bursty_workload_from_workload_module():
+    from vidya_lab.workload import FixedLength, make_workload, on_off_arrivals
+
+    arr = on_off_arrivals(6.0, 5.0, 10.0, 60.0, seed=3)
+    w = make_workload(arr, prompt_tokens=FixedLength(2000), output_tokens=FixedLength(100), seed=3)
+    calm = ad.poisson_workload(float(len(w)) / 60.0, 60.0, seed=3, prompt_tokens=2000,
+                               output_tokens=100)
+    bursty, smooth = ad.simulate(R70, w), ad.simulate(R70, calm)
+    assert bursty.finished == len(w) and smooth.finished == len(calm)
+    # the same mean rate in bursts queues more: a longer TTFT tail
+    assert bursty.summary()["ttft_s"]["p99"] > smooth.summary()["ttft_s"]["p99"]
