@@ -20,6 +20,7 @@ from vidya_lab.exercises.release import (
     chapter_problems,
     release,
     repo_chapters_dir,
+    solution_dependencies,
     strip_solutions,
 )
 
@@ -166,3 +167,14 @@ def test_release_of_the_real_chapters(tmp_path):
         if "exercise-start" in r.source.read_text():  # a chapter not yet showing its exercises
             assert r.problems == [], (r.source.name, r.problems)  # is being written: skip it
         assert "solution-start" not in text and "{solution}" not in text
+
+
+def test_a_name_only_a_solution_defines_is_reported():
+    full = ["import numpy as np", "answer_1_1 = ...", "ratio = 2.0\nanswer_1_1 = ratio * 3",
+            "print(ratio, np.pi, answer_1_1)"]
+    student = [full[0], full[1], full[3]]
+    assert solution_dependencies(full, student, []) == [
+        "`ratio` is defined only in a solution but used by a released cell: students will get "
+        "a NameError"]
+    # a name the released cells define themselves, and the answer variable, are fine
+    assert solution_dependencies(full + ["ratio = 1"], student + ["ratio = 1"], []) == []

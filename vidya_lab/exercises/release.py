@@ -165,6 +165,45 @@ def chapter_problems(student_sources: Sequence[str], exercises: Sequence[Exercis
     return problems
 
 
+def _names(sources: Sequence[str]) -> tuple[set[str], set[str]]:
+    """(names assigned, names read) in code cells that parse as Python (magics are skipped)."""
+    import ast
+
+    stored, loaded = set(), set()
+    for src in sources:
+        try:
+            tree = ast.parse(src)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name):
+                (stored if isinstance(node.ctx, ast.Store) else loaded).add(node.id)
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                stored.add(node.name)
+            elif isinstance(node, ast.arg):  # parameters (scopes are not tracked: no false alarm)
+                stored.add(node.arg)
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                stored.add(node.name)
+            elif isinstance(node, ast.Import | ast.ImportFrom):
+                for alias in node.names:
+                    stored.add((alias.asname or alias.name).split(".")[0])
+    return stored, loaded
+
+
+def solution_dependencies(full_sources: Sequence[str], student_sources: Sequence[str],
+                          exercises: Sequence[Exercise]) -> list[str]:
+    """Names only a solution defines that the released notebook still reads (a NameError to be)."""
+    removed = list(full_sources)
+    for src in student_sources:
+        if src in removed:
+            removed.remove(src)
+    only_in_solutions = _names(removed)[0] - _names(student_sources)[0]
+    only_in_solutions -= {ex.answer_name for ex in exercises}
+    used = _names(student_sources)[1] & only_in_solutions
+    return [f"`{name}` is defined only in a solution but used by a released cell: students "
+            "will get a NameError" for name in sorted(used)]
+
+
 def _to_notebook(text: str, chapter: int, exercises: Sequence[Exercise]):
     import jupytext
 
@@ -287,11 +326,14 @@ def release(outdir: str | Path, chapters_dir: str | Path | None = None,
         nb = _to_notebook(student_text, chapter, exercises)
         target = outdir / (path.stem + ".ipynb")
         sources = [c.source for c in nb.cells if c.cell_type == "code"]
+        full = _to_notebook(text, chapter, exercises)
         problems = chapter_problems(sources, exercises, chapter, text)
-        problems += [p for p in _markdown_leaks(nb)]
+        problems += _markdown_leaks(nb)
+        problems += solution_dependencies([c.source for c in full.cells if c.cell_type == "code"],
+                                          sources, exercises)
         _write_notebook(nb, target)
         if sol is not None:
-            _write_notebook(_to_notebook(text, chapter, exercises), sol / (path.stem + ".ipynb"))
+            _write_notebook(full, sol / (path.stem + ".ipynb"))
         rc = ReleasedChapter(chapter, path, target, _title(text, path.stem),
                              [ex.id for ex in exercises], problems)
         for p in problems:
