@@ -198,6 +198,10 @@ def test_simulate_best_case_equals_the_hand_formula():
     assert s["prefill_tokens_saved"] == (n - 1) * 2992
     assert s["cache_bytes_used"] <= s["cache_bytes_budget"]
     assert s["ttft_s_p50_with"] < s["ttft_s_p50_without"]
+    # 40 prompts of 3,150 tokens + 350-token answers: 2,992 shared tokens (187 blocks), then each
+    # request's own 158 + 350 tokens hold 31 full blocks (its partial last block is not cached)
+    assert s["cache_blocks_peak"] == 187 + 40 * 31
+    assert s["sequences_displaced"] == (187 + 40 * 31) // 219  # ceil(3500 / 16) blocks a sequence
     r = C.default_replica()
     assert res.ttft_without_s[0] == pytest.approx(sizing.ttft_s(r, p + u))
     assert res.ttft_with_s[1] == pytest.approx(C.ttft_with_cache_s(r, p + u, 2992))

@@ -594,6 +594,9 @@ def simulate(trace: PromptTrace, r: sizing.Replica | None = None, *, cache_bytes
     tokens), ``request_hit_rate`` (share of requests reusing at least one block),
     ``prefill_tokens_saved``, ``prefill_flops_saved``, ``cache_bytes_used`` (peak bytes per GPU the
     cached blocks occupied), ``cache_bytes_budget``, ``cache_blocks_capacity``, ``cache_blocks_peak``,
+    ``sequences_displaced`` (running sequences of the trace's mean prompt + answer length that the
+    peak cache blocks could have held instead: the concurrency the cache takes when it does not give
+    way to running requests),
     ``block_tokens``, ``evictions``, ``blocks_not_stored``, ``ttft_s_p50_without``,
     ``ttft_s_p50_with``, ``ttft_s_mean_without``, ``ttft_s_mean_with``, ``tpot_s``, ``policy``.
     """
@@ -640,6 +643,7 @@ def simulate(trace: PromptTrace, r: sizing.Replica | None = None, *, cache_bytes
     flops = np.array([prefill_flops(m, int(p), 0) - prefill_flops(m, int(p), int(k))
                       for p, k in zip(prompt, hit, strict=True)])
     block_bytes = b * r.kv_bytes_per_token_per_gpu
+    per_seq_blocks = max(1, math.ceil((float(prompt.mean()) + float(answer.mean())) / b))
     summary = {
         "requests": n,
         "token_hit_rate": float(hit.sum() / prompt.sum()),
@@ -650,6 +654,7 @@ def simulate(trace: PromptTrace, r: sizing.Replica | None = None, *, cache_bytes
         "cache_bytes_budget": budget,
         "cache_blocks_capacity": capacity,
         "cache_blocks_peak": cache.peak_blocks,
+        "sequences_displaced": cache.peak_blocks // per_seq_blocks,
         "block_tokens": b,
         "evictions": cache.evictions,
         "blocks_not_stored": cache.blocks_not_stored,
