@@ -88,6 +88,13 @@ them, so ITL is exact), the reasons, the ids still in flight, and the iteration 
 batch size, prefill tokens, decode count, KV blocks used, queue length) for plots. Same seed, same
 result: the simulator draws no random numbers of its own.
 
+Limits: prefix caching is not modelled (every prompt is prefilled in full; chapter 4 covers the
+cache), nor speculative decoding (one token per sequence per step). With pipeline parallelism
+(``pp > 1``) a step runs through all stages in turn, as the cost model's step time says; the
+micro-batches an engine keeps in flight to fill the pipeline are not modelled, so throughput is
+understated for ``pp > 1`` (:func:`vidya_lab.sizing.saturated_throughput` assumes ``pp``
+micro-batches in flight).
+
 Speed: bookkeeping is aggregate (the decode set is a count, a context sum and a block-phase
 histogram; finishing times are bucketed by step), so a step costs the same whether 2 or 200
 sequences decode; see ``benchmarks/bench_simulator.py``.
