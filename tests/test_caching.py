@@ -79,6 +79,10 @@ def test_blocks_in_use_are_never_evicted():
     _, hb2 = cache.admit(b, 3, 4)
     assert all(k in cache for k in b) and cache.evictions == 4
     cache.release(hb2)
+    with pytest.raises(ValueError, match="already released"):
+        cache.release(hb2)
+    with pytest.raises(ValueError, match="lookup_blocks"):
+        cache.admit(a, -1)
 
 
 def test_lru_evicts_the_least_recently_used_leaf_first():

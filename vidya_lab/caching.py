@@ -247,7 +247,9 @@ class PrefixCache:
         -------
         (hit_blocks, handle): blocks reused from the cache, and the handle for :meth:`release`.
         """
-        stop = len(hashes) if insert_blocks is None else min(insert_blocks, len(hashes))
+        lookup_blocks = v.check_int("lookup_blocks", lookup_blocks, minimum=0)
+        stop = len(hashes) if insert_blocks is None else min(
+            v.check_int("insert_blocks", insert_blocks, minimum=0), len(hashes))
         self._clock += 1
         clock, blocks = self._clock, self._blocks
         n = self.cached_prefix_blocks(hashes, stop)  # cached run: pin it in one pass
@@ -262,6 +264,9 @@ class PrefixCache:
     def release(self, handle: _Handle, extra_hashes=()) -> None:
         """A request finishes: store the blocks its answer filled (if its prompt chain is whole),
         then unpin all its blocks, deepest first, so they become evictable."""
+        if handle.released:
+            raise ValueError("this request's blocks were already released (release each handle once)")
+        handle.released = True
         self._clock += 1
         if handle.complete and len(extra_hashes) > handle.stored:
             self._insert_or_pin(extra_hashes, handle.stored, len(extra_hashes), handle.pinned)
@@ -282,6 +287,7 @@ class _Handle:
     pinned: list
     complete: bool
     stored: int
+    released: bool = False
 
 
 # ----------------------------------------------------------------------------- deployments
@@ -933,7 +939,8 @@ def spec_break_even_batch(r: sizing.Replica, context_tokens: int, alpha: float, 
 QUANT_OPTIONS = (("bf16", "bf16"), ("fp8", "fp8"), ("bf16", "fp8"), ("int4", "bf16"))
 
 
-def quantisation_table(model: str = TANVI.model_id, gpu: str = TANVI.candidate_gpu_ids[0], tp: int = 4,
+def quantisation_table(model: str = TANVI.model_id, gpu: str = TANVI.candidate_gpu_ids[0],
+                       tp: int | None = None,
                        isl: int = TANVI.prompt_tokens_mean, osl: int = TANVI.answer_tokens_mean,
                        batch: int = 32, options=QUANT_OPTIONS) -> list[dict]:
     """Memory, concurrency and speed of one layout at several (weight, KV) precisions.
@@ -943,7 +950,10 @@ def quantisation_table(model: str = TANVI.model_id, gpu: str = TANVI.candidate_g
     ``max_concurrent_sequences`` (isl + osl tokens each), ``ttft_s`` (isl tokens, idle), ``tpot_s``
     (``batch`` sequences, or as many as fit), ``output_tokens_per_s`` (saturated). Quality is not here:
     fewer bits can change answers, and only an evaluation on your own tasks says by how much.
+    ``tp`` defaults to the bf16 layout of :func:`default_replica`, so every row is the same GPUs.
     """
+    if tp is None:
+        tp = default_replica(model, gpu, "bf16").tp
     rows = []
     for prec, kvp in options:
         r = sizing.Replica(model, gpu, tp=tp, precision=prec, kv_precision=kvp)
