@@ -99,15 +99,23 @@ def test_lru_evicts_the_least_recently_used_leaf_first():
     assert cache.cached_prefix_blocks(C.block_hashes(y, B)) == 2
 
 
-def test_leaf_policy_keeps_prefixes_plain_lru_may_orphan():
-    # a chain of 3 blocks, then pressure of one new block: the leaf policy drops the deepest block,
-    # and so does plain LRU here (ties go to the deepest): neither leaves an unreachable child
+def test_both_policies_evict_deepest_first_and_agree_on_whole_chains():
+    # a chain of 3 blocks, then pressure of one new block: both policies drop the deepest block
     for policy in C.POLICIES:
         cache = C.PrefixCache(3, B, policy)
         chain = list(range(12)) + [0]
         _admit_release(cache, chain)
         _admit_release(cache, list(range(300, 304)) + [0])
         assert cache.cached_prefix_blocks(C.block_hashes(chain, B)) == 2
+    # every request pins its chain from the root, so an ancestor is never older than its
+    # descendants: plain LRU then evicts exactly what leaf-only LRU does
+    trace = C.tutor_trace(150, seed=9, turns_mean=3, think_s_mean=10.0, upload_fraction=0.1,
+                          upload_tokens=2000)
+    for cache_bytes in (3e8, 2e9):
+        a = C.simulate(trace, cache_bytes=cache_bytes, policy="lru-leaf")
+        b = C.simulate(trace, cache_bytes=cache_bytes, policy="lru")
+        assert np.array_equal(a.hit_tokens, b.hit_tokens)
+        assert a.summary["evictions"] == b.summary["evictions"] > 0
 
 
 def test_refcounts_return_to_zero():

@@ -23,6 +23,9 @@ The prefix cache (as vLLM's automatic prefix caching and SGLang's RadixAttention
   dropped before its extensions, which would be unreachable without it. ``policy="lru"`` evicts any
   unpinned block (vLLM's free-block queue; ties go to the deepest block first).
   If every block is pinned, new blocks are simply not stored (``blocks_not_stored``).
+  Here every request pins (touches) its chain from the first block, so an ancestor is never less
+  recently used than its descendants and the two policies evict the same blocks; they differ for
+  caches used out of chain order.
 
 Python's tuple hash is deterministic for integers, 64 bits wide; a collision would merge two blocks
 (vLLM offers SHA-256 keys for that reason). With the token counts of this book the chance is
