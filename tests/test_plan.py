@@ -1,0 +1,160 @@
+"""The capstone planner: its answer fits, meets the SLO in its own simulation, and is the cheapest
+of the layouts it considered; bad inputs get clear errors; the figure is written."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from vidya_lab import plan, report, sizing
+from vidya_lab.scenario import TANVI
+
+CONTRACT = ("gpu", "gpus", "tp", "pp", "replicas_peak", "monthly_cost", "ttft_s", "tpot_s",
+            "attainment")
+PERCENTILE_KEYS = {"p50", "p90", "p95", "p99", "mean"}
+
+
+@pytest.fixture(scope="module")
+def tanvi():
+    return plan.plan()
+
+
+def test_contract_keys_and_units(tanvi):
+    for key in CONTRACT:
+        assert key in tanvi, key
+    assert set(tanvi["ttft_s"]) == PERCENTILE_KEYS and set(tanvi["tpot_s"]) == PERCENTILE_KEYS
+    assert 0.0 <= tanvi["attainment"] <= 1.0
+    assert tanvi["gpus"] == tanvi["replicas_peak"] * tanvi["tp"] * tanvi["pp"]
+    assert tanvi["monthly_cost"] == pytest.approx(tanvi["daily_cost"] * plan.DAYS_PER_MONTH)
+    json.dumps(tanvi)  # JSON-ready
+
+
+def test_default_plan_is_the_books_scenario(tanvi):
+    s = tanvi["scenario"]
+    assert s["model_id"] == TANVI.model_id
+    assert s["exam_multiplier"] == TANVI.exam_multiplier
+    assert tanvi["day"] == "exam"
+
+
+def test_answer_fits_memory(tanvi):
+    r = sizing.Replica(TANVI.model_id, tanvi["gpu"], tp=tanvi["tp"], pp=tanvi["pp"],
+                       precision=tanvi["precision"])
+    assert r.weights_fit
+    ctx = TANVI.prompt_tokens_mean + TANVI.answer_tokens_mean
+    assert sizing.max_concurrent_sequences(r, ctx) >= 1
+
+
+def test_answer_meets_the_slo_in_its_own_simulation(tanvi):
+    assert tanvi["attainment"] >= TANVI.attainment_target
+    assert tanvi["confirmed"][-1]["meets_target"]
+    assert tanvi["arrived"] > 0
+
+
+def test_answer_is_the_cheapest_layout_considered(tanvi):
+    ranked = plan.candidates()
+    key = lambda c: (c["gpu"], c["precision"], c["tp"], c["pp"])  # noqa: E731
+    chosen = (tanvi["gpu"], tanvi["precision"], tanvi["tp"], tanvi["pp"])
+    keys = [(c.gpu, c.precision, c.layout.tp, c.layout.pp) for c in ranked]
+    costs = [c.cost_per_hour for c in ranked]
+    assert costs == sorted(costs)
+    index = keys.index(chosen)
+    # every cheaper layout was simulated and missed the target
+    failed = {key(c) for c in tanvi["confirmed"] if not c["meets_target"]}
+    assert set(keys[:index]) <= failed
+    # and no confirmed plan that met the target is cheaper
+    met = [c["cost"] for c in tanvi["confirmed"] if c["meets_target"]]
+    assert tanvi["daily_cost"] == min(met)
+    # the figure's list holds one (cheapest) layout per GPU type and precision
+    pairs = [(c["gpu"], c["precision"]) for c in tanvi["candidates"]]
+    assert len(pairs) == len(set(pairs))
+
+
+def test_risks_are_reported(tanvi):
+    risks = tanvi["risks"]
+    assert risks["traffic_factor"] == plan.RISK_TRAFFIC_FACTOR
+    assert 0.0 <= risks["attainment_above_forecast"] <= 1.0
+    assert risks["attainment_above_forecast"] <= tanvi["attainment"] + 1e-9
+    assert risks["breaks_first"]
+
+
+def test_prefix_cache_only_lowers_ttft(tanvi):
+    pc = tanvi["prefix_cache"]
+    assert 0 < pc["ttft_s_warm_cache"] < pc["ttft_s_cold_cache"]
+
+
+def test_figure_is_written(tanvi, tmp_path):
+    for name in ("plan.png", "plan.svg"):
+        path = tmp_path / name
+        report.plan_figure(tanvi, path)
+        assert path.stat().st_size > 10_000
+    with pytest.raises(ValueError, match=r"\.png or \.svg"):
+        report.plan_figure(tanvi, tmp_path / "plan.pdf")
+
+
+def test_table_states_the_answer(tanvi):
+    text = report.plan_table(tanvi)
+    assert f"{tanvi['gpus']} x {tanvi['gpu']}" in text
+    assert "monthly cost" in text
+
+
+@pytest.mark.parametrize(("kwargs", "exc", "match"), [
+    ({"gpu_ids": ["h1000"]}, KeyError, "h100-sxm"),
+    ({"day": "holiday"}, ValueError, "day must be one of"),
+    ({"policy": "psychic"}, ValueError, "policy must be one of"),
+    ({"prefix_share": 1.5}, ValueError, "prefix_share must be <= 1"),
+    ({"cold_start_s": -1.0}, ValueError, "cold_start_s must be >= 0"),
+    ({"gpu_ids": []}, ValueError, "at least one GPU"),
+])
+def test_bad_inputs_get_clear_errors(kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        plan.plan(**kwargs)
+
+
+def test_impossible_targets_say_what_to_relax():
+    strict = plan.what_if(tpot_target_s=1e-4)
+    with pytest.raises(ValueError, match="relax a target"):
+        plan.plan(strict, risks=False)
+
+
+def test_what_if_checks_field_names():
+    assert plan.what_if(exam_multiplier=12).exam_peak_rps == pytest.approx(12 * TANVI.normal_peak_rps)
+    with pytest.raises(ValueError, match="unknown scenario field"):
+        plan.what_if(exam_multiplyer=12)
+
+
+def test_more_traffic_never_needs_fewer_gpus():
+    base = plan.cheapest_per_gpu(plan.candidates())
+    busier = plan.cheapest_per_gpu(plan.candidates(traffic_factor=1.5))
+    for b in base:
+        match = [c for c in busier if (c.gpu, c.precision) == (b.gpu, b.precision)]
+        if match:
+            assert match[0].cost_per_hour >= b.cost_per_hour
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "vidya_lab", "plan", *args], capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_cli_json_and_figure(tmp_path):
+    fig = tmp_path / "finance.png"
+    out = run_cli("--gpus", "h200", "--precisions", "fp8", "--no-risks", "--json",
+                  "--figure", str(fig))
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["gpu"] == "h200" and data["precision"] == "fp8"
+    for key in CONTRACT:
+        assert key in data
+    assert fig.exists()
+
+
+@pytest.mark.parametrize("args", [["--gpus", "h1000"], ["--attainment", "2"], ["--day", "x"],
+                                  ["--tpot", "0.0001", "--gpus", "l40s"]])
+def test_cli_bad_input_is_one_line_exit_2(args):
+    out = run_cli(*args)
+    assert out.returncode == 2
+    assert "Traceback" not in out.stderr
+    assert out.stderr.strip().count("\n") <= 1 or "usage:" in out.stderr

@@ -1,0 +1,66 @@
+"""``vidya-lab plan``: Tanvi's answer to finance (the capstone)."""
+
+from __future__ import annotations
+
+import argparse
+
+from vidya_lab.cli import print_json
+
+
+def register(sub) -> None:
+    from vidya_lab.plan import DAYS, POLICIES
+
+    p = sub.add_parser(
+        "plan",
+        help="plan the GPU fleet for a scenario (default: Tanvi's exam season)",
+        description="Search layouts on every candidate GPU type, size the fleet for the peak, "
+                    "confirm it by simulating the day, and report the GPUs to rent, the monthly "
+                    "cost and the risks. With no options it plans the book's scenario.",
+    )
+    p.add_argument("--model", help="model id (default: the scenario's)")
+    p.add_argument("--gpus", help="comma-separated GPU ids to consider (default: the scenario's)")
+    p.add_argument("--precisions", default="bf16,fp8", help="weight precisions to consider")
+    p.add_argument("--day", choices=DAYS, default="exam", help="the day to plan for")
+    p.add_argument("--peak-rps", type=float, help="normal-day peak request rate, requests/s")
+    p.add_argument("--exam-multiplier", type=float, help="exam-season traffic multiplier")
+    p.add_argument("--ttft", type=float, help="TTFT target, seconds")
+    p.add_argument("--tpot", type=float, help="TPOT target, seconds")
+    p.add_argument("--attainment", type=float, help="attainment target, 0..1")
+    p.add_argument("--policy", choices=POLICIES, default="scheduled", help="autoscaling policy")
+    p.add_argument("--cold-start-s", type=float, help="cold start, seconds (default: derived)")
+    p.add_argument("--prefix-share", type=float, help="shared-prefix fraction of the prompt, 0..1")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-risks", action="store_true", help="skip the risk simulations")
+    p.add_argument("--figure", metavar="PATH", help="write the one-page figure (.png or .svg)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from vidya_lab import plan as planner
+    from vidya_lab import report
+
+    changes = {k: val for k, val in {
+        "model_id": args.model,
+        "normal_peak_rps": args.peak_rps,
+        "exam_multiplier": args.exam_multiplier,
+        "ttft_target_s": args.ttft,
+        "tpot_target_s": args.tpot,
+        "attainment_target": args.attainment,
+    }.items() if val is not None}
+    scenario = planner.what_if(**changes)
+    gpu_ids = [g.strip() for g in args.gpus.split(",") if g.strip()] if args.gpus else None
+    precisions = tuple(x.strip() for x in args.precisions.split(",") if x.strip())
+    result = planner.plan(scenario, gpu_ids=gpu_ids, precisions=precisions, day=args.day,
+                          policy=args.policy, cold_start_s=args.cold_start_s,
+                          prefix_share=args.prefix_share, seed=args.seed,
+                          risks=not args.no_risks)
+    if args.figure:
+        report.plan_figure(result, args.figure)
+    if args.json:
+        print_json(result)
+    else:
+        print(report.plan_table(result))
+        if args.figure:
+            print(f"\nfigure written to {args.figure}")
+    return 0
