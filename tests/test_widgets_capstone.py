@@ -1,0 +1,43 @@
+"""The capstone widget: the calculator's answer for a changed forecast, without a browser."""
+
+from __future__ import annotations
+
+from vidya_lab import plan
+from vidya_lab.scenario import TANVI
+from vidya_lab.widgets import capstone
+
+
+def test_default_view_is_the_planners_candidates():
+    view = capstone.compute_view()
+    expected = plan.cheapest_per_gpu(plan.candidates())
+    assert [(r["gpu"], r["precision"], r["gpus"]) for r in view["rows"]] == \
+        [(c.gpu, c.precision, c.layout.gpus) for c in expected]
+    assert view["peak_rps"] == TANVI.exam_peak_rps
+    costs = [r["cost_per_hour"] for r in view["rows"]]
+    assert costs == sorted(costs)
+
+
+def test_more_traffic_costs_more_for_the_cheapest():
+    base = capstone.compute_view()["rows"][0]["cost_per_hour"]
+    busier = capstone.compute_view(exam_multiplier=TANVI.exam_multiplier * 2)["rows"][0]
+    assert busier["cost_per_hour"] > base
+
+
+def test_impossible_targets_show_an_error_and_still_draw():
+    view = capstone.compute_view(tpot_target_s=1e-4)
+    assert view["rows"] == [] and "no layout" in view["error"]
+    fig = capstone.draw(view)
+    assert fig.axes
+
+
+def test_draw_labels_every_candidate():
+    view = capstone.compute_view()
+    fig = capstone.draw(view)
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert len(labels) == len(view["rows"])
+    assert view["rows"][0]["gpu"] in labels[0]
+
+
+def test_build_returns_a_widget():
+    ui = capstone.build()
+    assert ui.children  # sliders and the output area
