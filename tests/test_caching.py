@@ -377,3 +377,14 @@ def test_spec_break_even_batch_is_the_first_losing_batch():
     assert C.spec_decode_at_batch(r, b, 500, 0.6, 5, 0.05)["speedup"] < 1.0
     assert C.spec_decode_at_batch(r, b - 1, 500, 0.6, 5, 0.05)["speedup"] >= 1.0
     assert C.spec_break_even_batch(r, 500, 0.99, 3, 0.0, max_batch=8) is None
+
+
+def test_regular_think_times_make_the_cliff_memoryless_ones_a_slope():
+    """The chapter's claim: LRU's cliff comes from students returning after similar times."""
+    r = C.default_replica()
+    sizes = [4e9, 7e9, 10e9, 40e9]
+    share = {cv: C.cliff_sweep(C.tutor_trace(700, seed=1, turns_mean=4, think_s_mean=30.0,
+                                             think_s_cv=cv), sizes, r)["gain_share"]
+             for cv in (0.0, 1.0)}
+    assert np.all(share[0.0][:3] < share[1.0][:3])
+    assert share[0.0][0] < 0.1 < share[1.0][0]
