@@ -723,7 +723,7 @@ def predictive_from(yesterday_arrival_s, model: ReplicaModel, *, bin_s: float = 
 
 # ----------------------------------------------------------------------------- 3. the fleet
 
-ROUTERS = ("least_loaded", "round_robin")
+ROUTERS = ("round_robin", "least_loaded")
 OFF, STARTING, SERVING, DRAINING = 0, 1, 2, 3
 STATE_NAMES = ("off", "starting", "serving", "draining")
 
@@ -737,8 +737,11 @@ class Fleet:
     model : the coarse replica (:func:`replica_model`).
     min_replicas, max_replicas : bounds on serving + starting replicas.
     headroom : N+k: replicas added on top of every policy's count (before the bounds).
-    router : ``"least_loaded"`` (fewest requests in batch and queue; ties to the lowest index) or
-        ``"round_robin"``.
+    router : ``"round_robin"`` (default) or ``"least_loaded"`` (fewest requests in batch and queue,
+        ties to the lowest index). In this model a request's cost is front-loaded (its prefill),
+        and least-loaded sends the next several arrivals to the emptiest replica, whose prefill
+        server then queues them: round robin spreads prefills evenly and has the lower TTFT tail
+        (and least-loaded's step-start snapshot makes it worse at coarse steps).
     cold_start : the parts of a cold start; its total is the start time unless ``cold_start_s``.
     cold_start_s : a cold start in seconds, overriding ``cold_start`` (e.g. 0 for "instant").
     pool : ``"none"``, ``"warm"`` (nodes ready with image and weights on NVMe) or ``"sleep"``
@@ -755,7 +758,7 @@ class Fleet:
     min_replicas: int = 1
     max_replicas: int = 64
     headroom: int = 0
-    router: str = "least_loaded"
+    router: str = "round_robin"
     cold_start: ColdStart = field(default_factory=ColdStart)
     cold_start_s: float | None = None
     pool: str = "none"
@@ -860,23 +863,32 @@ class FleetRun:
 
 def _route(new_n: int, loads: np.ndarray, serving: np.ndarray, router: str, rr: int):
     """Replica index for each of ``new_n`` arrivals (in arrival order) and the new round-robin
-    counter. Least-loaded is greedy: each arrival to the replica with the fewest outstanding
-    requests at that moment (ties to the lowest index); computed at once as the ``new_n``
-    smallest keys (load + m, replica) over m = 0, 1, … new requests given to a replica."""
+    counter.
+
+    Least-loaded: how many of the step's arrivals each replica gets is the greedy "each arrival to
+    the replica with the fewest outstanding requests" (ties to the lowest index), found at once as
+    the ``new_n`` smallest keys (load + m, replica) over m = 0, 1, …; the arrivals a replica gets are
+    then spread evenly over the step (interleaved) rather than given in a burst, because a real
+    router also sees requests finish between arrivals, which a step-start snapshot does not.
+    """
     s = serving.size
     if router == "round_robin":
         idx = (rr + np.arange(new_n)) % s
         return serving[idx], (rr + new_n) % s
     # no replica can get more than ceil(new_n / s) + (max load - min load) of them
     m_max = min(new_n, -(-new_n // s) + int(loads.max() - loads.min()) + 1)
-    extra = np.arange(m_max)
-    keys = ((loads[:, None] + extra[None, :]) * s + np.arange(s)[:, None]).ravel()  # (s, m_max)
+    keys = ((loads[:, None] + np.arange(m_max)[None, :]) * s + np.arange(s)[:, None]).ravel()
     if new_n < keys.size:
         part = np.argpartition(keys, new_n - 1)[:new_n]
     else:
         part = np.arange(keys.size)
-    order = part[np.argsort(keys[part], kind="stable")]
-    return serving[order // m_max], rr
+    counts = np.bincount(part // m_max, minlength=s)
+    who = np.repeat(np.arange(s), counts)
+    first_of = np.repeat(np.cumsum(counts) - counts, counts)
+    i = np.arange(new_n) - first_of
+    pos = (i + 0.5) / counts[who]
+    order = np.lexsort((who, pos))
+    return serving[who[order]], rr
 
 
 def simulate_fleet(workload: Workload, fleet: Fleet, policy, *, seed: int = 0, dt_s: float = 1.0,
@@ -1223,7 +1235,9 @@ def simulate_fleet(workload: Workload, fleet: Fleet, policy, *, seed: int = 0, d
                                   np.minimum(end[spill] - cut[spill], dt))
                     np.add.at(pf_iters, (rows_a, b1c % horizon_bins),
                               model.chunks(p_tok[reqs]).astype(float))
-                    admit[reqs] = at
+                    # a retried request keeps its first admission and first token (the student
+                    # already saw them); its TPOT then includes the retry
+                    admit[reqs] = np.where(np.isnan(admit[reqs]), at, admit[reqs])
                     first[reqs] = np.where(np.isnan(first[reqs]), ft, first[reqs])
                     sreq[rows_a, slot] = reqs
                     srem[rows_a, slot] = o_tok[reqs] - 1.0
@@ -1384,7 +1398,7 @@ def make_policy(policy: str, model: ReplicaModel, *, day: str | DiurnalProfile =
 def simulate_day(replica: sizing.Replica, *, day: str | DiurnalProfile = "exam",
                  policy="reactive", cold_start: ColdStart | float | None = None, seed: int = 0,
                  dt_s: float = 1.0, min_replicas: int = 1, max_replicas: int = 64,
-                 headroom: int = 0, router: str = "least_loaded", pool: str = "none",
+                 headroom: int = 0, router: str = "round_robin", pool: str = "none",
                  pool_size: int = 0, mtbf_s: float | None = None,
                  failures_at_s: tuple[float, ...] = (), margin: float = 0.1,
                  utilisation: float = TARGET_UTILISATION,
