@@ -1404,7 +1404,8 @@ def simulate_day(replica: sizing.Replica, *, day: str | DiurnalProfile = "exam",
                  utilisation: float = TARGET_UTILISATION,
                  yesterday: str | DiurnalProfile | None = None, start_s: float = 0.0,
                  duration_s: float = SECONDS_PER_DAY, target: slo.SLO | None = None,
-                 model: ReplicaModel | None = None) -> dict:
+                 model: ReplicaModel | None = None, max_retries: int = 1,
+                 queue_timeout_s: float = 60.0) -> dict:
     """One simulated day of Tanvi's service: the entry point for chapters, the CLI and the planner.
 
     Parameters
@@ -1415,8 +1416,8 @@ def simulate_day(replica: sizing.Replica, *, day: str | DiurnalProfile = "exam",
     cold_start : a :class:`ColdStart` (its parts; default :class:`ColdStart()`) or seconds.
     seed : the day's arrivals and lengths (and random failures, and yesterday for "predictive").
     dt_s : the fleet's time step, seconds.
-    min_replicas, max_replicas, headroom, router, pool, pool_size, mtbf_s, failures_at_s: see
-        :class:`Fleet`.
+    min_replicas, max_replicas, headroom, router, pool, pool_size, mtbf_s, failures_at_s,
+        max_retries, queue_timeout_s: see :class:`Fleet`.
     margin : the forecast margin of "scheduled" and "predictive" (0.1 = 10 % above the curve).
     utilisation : the load ÷ capacity every named policy aims at (:data:`TARGET_UTILISATION`).
     yesterday : the day "predictive" learns from (default: the same kind as ``day``).
@@ -1443,7 +1444,8 @@ def simulate_day(replica: sizing.Replica, *, day: str | DiurnalProfile = "exam",
         fleet_cold, fleet_cold_s = ColdStart(), v.check_real("cold_start", cold_start, minimum=0.0)
     fleet = Fleet(model, min_replicas=min_replicas, max_replicas=max_replicas, headroom=headroom,
                   router=router, cold_start=fleet_cold, cold_start_s=fleet_cold_s, pool=pool,
-                  pool_size=pool_size, mtbf_s=mtbf_s, failures_at_s=tuple(failures_at_s))
+                  pool_size=pool_size, mtbf_s=mtbf_s, failures_at_s=tuple(failures_at_s),
+                  max_retries=max_retries, queue_timeout_s=queue_timeout_s)
     lead = fleet.start_s
     if isinstance(policy, str):
         pol = make_policy(policy, model, day=day, lead_s=lead, margin=margin,
