@@ -1,7 +1,8 @@
 /* vidya-lab: runs before require.js and the ipywidgets HTML manager on pages that show widgets.
  *
- * 1. The manager (embed-amd.js) finds its icon fonts next to its own AMD module URL; without a path
- *    for that module, require.js resolves it against the page's folder and every font is a 404.
+ * 1. The manager (embed-amd.js) finds its icon fonts next to the URL of the AMD module asking for
+ *    them; without paths for its modules, require.js resolves them against the page's folder and
+ *    every font is a 404 (seen with the html-manager and the controls modules).
  *    A global `require` object defined before require.js loads is require.js's configuration.
  * 2. The widget controls typeset their labels with the MathJax 2 API (`MathJax.Hub.Queue`); the book
  *    loads MathJax 3, which has no `Hub`, so rendering a labelled widget threw a TypeError.
@@ -12,9 +13,15 @@
   var src = document.currentScript ? document.currentScript.src : "";
   var root = src.slice(0, src.lastIndexOf("/vidya/") + 1); // .../_static/
   if (root) {
-    window.require = {
-      paths: { "@jupyter-widgets/html-manager/dist": root + "offline/html-manager" },
-    };
+    // Every AMD module embed-amd.js defines (and whose webpack chunk may ask for a font) gets a
+    // URL inside offline/html-manager/, so its folder is the fonts' folder. They are all defined
+    // inline by embed-amd.js, so require.js never fetches these URLs.
+    var folder = root + "offline/html-manager/";
+    var paths = { "@jupyter-widgets/html-manager/dist": folder.slice(0, -1) };
+    ["base", "base7", "controls", "controls7", "html-manager"].forEach(function (name) {
+      paths["@jupyter-widgets/" + name] = folder + name;
+    });
+    window.require = { paths: paths };
   }
   document.addEventListener("DOMContentLoaded", function () {
     var mj = window.MathJax;
