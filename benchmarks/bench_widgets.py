@@ -1,6 +1,7 @@
 """Widget update time: from a control change to the widget's new output, p95 over a sweep.
 
-Every ``vidya_lab/widgets/chNN.py`` that exists is found and its builder (a public function of the
+Every ``vidya_lab/widgets/*.py`` that exists (the chapters' ``chNN.py``, then others such as the
+capstone's) is found and its builder (a public function of the
 module named ``build``/``build_*``/``make_*``/``*_widget`` that needs no argument) is called
 inside a real IPython kernel (jupyter_client, the inline matplotlib backend: figures are rendered
 as a reader's kernel renders them). Every control of the returned UI is then swept: sliders and
@@ -34,9 +35,11 @@ BUILDER_NAME = re.compile(r"^(build|build_\w+|make_\w+|\w+_widget|widget|dashboa
 
 
 def discover() -> list[str]:
-    """Module names of the chapter widgets that exist now, in chapter order."""
+    """Module names of the widgets that exist now: chapters in order (chNN.py), then the others."""
     folder = ROOT / "vidya_lab" / "widgets"
-    return [f"vidya_lab.widgets.{p.stem}" for p in sorted(folder.glob("ch[0-9][0-9].py"))]
+    files = [p for p in folder.glob("*.py") if not p.name.startswith("_")]
+    files.sort(key=lambda p: (not re.fullmatch(r"ch\d\d", p.stem), p.stem))
+    return [f"vidya_lab.widgets.{p.stem}" for p in files]
 
 
 def find_builder(module):
