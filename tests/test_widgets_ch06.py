@@ -26,5 +26,5 @@ def test_draw_and_build():
     fig = ch06.draw(ch06.compute_view("scheduled", "normal"))
     assert len(fig.axes) == 2 and "GPU-hours" in fig.texts[0].get_text()
     box = ch06.build()
-    box.children[1].value = "normal"  # the observer redraws without error
+    box.children[2].value = 120.0  # the observer redraws without error
     assert len(box.children) == 8

@@ -1405,7 +1405,7 @@ def simulate_day(replica: sizing.Replica, *, day: str | DiurnalProfile = "exam",
                  yesterday: str | DiurnalProfile | None = None, start_s: float = 0.0,
                  duration_s: float = SECONDS_PER_DAY, target: slo.SLO | None = None,
                  model: ReplicaModel | None = None, max_retries: int = 1,
-                 queue_timeout_s: float = 60.0) -> dict:
+                 queue_timeout_s: float = 60.0, workload: Workload | None = None) -> dict:
     """One simulated day of Tanvi's service: the entry point for chapters, the CLI and the planner.
 
     Parameters
@@ -1425,6 +1425,8 @@ def simulate_day(replica: sizing.Replica, *, day: str | DiurnalProfile = "exam",
     target : the SLO (default Tanvi's).
     model : the coarse replica (default :func:`replica_model` of ``replica`` with Tanvi's lengths
         and targets).
+    workload : the requests (default :func:`day_workload` of ``day`` over the window with ``seed``);
+        pass one to run several policies on the very same arrivals.
 
     Returns
     -------
@@ -1453,7 +1455,8 @@ def simulate_day(replica: sizing.Replica, *, day: str | DiurnalProfile = "exam",
     else:
         pol = policy
     prof = day_profile(day)
-    w = day_workload(prof, seed=seed, start_s=start_s, duration_s=duration_s)
+    w = (day_workload(prof, seed=seed, start_s=start_s, duration_s=duration_s) if workload is None
+         else workload)
     init = replicas_for_rate(float(prof.rate_per_s(np.array([start_s]))[0]), model, margin=margin,
                              utilisation=utilisation)
     run = simulate_fleet(w, fleet, pol, seed=seed, dt_s=dt_s, horizon_s=start_s + duration_s,

@@ -1,8 +1,8 @@
 """Chapter 6 widget: a policy, the parts of a cold start and some headroom → the fleet over the day,
 its attainment hour by hour, and the bill.
 
-No math here: the day is :func:`vidya_lab.autoscaling.simulate_day` on Tanvi's replica (a coarse
-60 s step so a slider moves in seconds). :func:`compute_view` (numbers) and :func:`draw` (a
+No math here: the day is :func:`vidya_lab.autoscaling.simulate_day` on Tanvi's replica (a 15 s
+step, the autoscaler's tick, so a slider moves in seconds). :func:`compute_view` (numbers) and :func:`draw` (a
 matplotlib figure) are plain functions that tests call without a browser; :func:`build` wires them
 to controls.
 """
@@ -17,8 +17,8 @@ from matplotlib.figure import Figure
 from vidya_lab import autoscaling, sizing
 from vidya_lab.scenario import TANVI
 
-#: The widget's step, seconds (coarse: the chapter shows how little the step moves a day).
-DT_S = 60.0
+#: The widget's step, seconds: the autoscaler's tick (a 5 s step gives the same day).
+DT_S = 15.0
 SEED = 6
 DEFAULTS = autoscaling.ColdStart()
 
@@ -106,7 +106,7 @@ def build():
     layout = widgets.Layout(width="36em")
     policy = widgets.Dropdown(options=autoscaling.POLICIES, value="reactive",
                               description="policy", style=style, layout=layout)
-    day = widgets.Dropdown(options=autoscaling.DAYS, value="exam", description="day",
+    day = widgets.Dropdown(options=autoscaling.DAYS, value="normal", description="day",
                            style=style, layout=layout)
     prov = widgets.FloatSlider(value=DEFAULTS.provision_s, min=0.0, max=600.0, step=10.0,
                                description="node provisioning (s)", style=style, layout=layout)
