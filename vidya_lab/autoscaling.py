@@ -25,25 +25,28 @@ changes: weights on local NVMe, a slimmer image, a warm pool, sleep/wake.
 -------------------------------------------
 A day of exam traffic is about two million requests on tens of replicas: too many for the
 iteration-level simulator of chapter 5 (:mod:`vidya_lab.admission`). The fleet uses a coarser model
-of one replica, built from THE cost model (:mod:`vidya_lab.sizing`) once, as two tables:
+of one replica, built once from THE cost model (:mod:`vidya_lab.sizing`) as tables:
 
 * a replica has ``slots`` batch slots (the sequences of mean length whose KV cache fits, capped by the
   engine's ``max_num_seqs``); a request waits in its replica's FIFO queue for a free slot;
-* with ``n`` sequences in the batch, every one of them gains a token each ``step_s[n]`` seconds:
-  the cost model's mean iteration of a continuous-batching engine at batch ``n`` (``n`` decodes of mean
-  context plus the ``n/osl`` prompts prefilled per iteration, as in
-  :func:`vidya_lab.sizing.saturated_throughput`): a *batch-slot processor-sharing* server whose
-  speed depends on its occupancy;
-* the first token comes ``ttft_table[n, prompt]`` after admission: the request overhead and the
-  prefill of its prompt (:func:`vidya_lab.sizing.ttft_s`), slowed by the ``n`` decodes sharing the
-  iteration, plus half an iteration waiting for the running one to end.
+* a *prefill server* runs the admitted prompts one at a time (Lindley's recurrence: a prompt starts
+  when it is ready and the previous one is done); each prefill takes the cost model's iterations
+  of that prompt (chunked at ``max_batched_tokens``) with the batch decoding alongside;
+* in the time prefills leave, the engine runs decode-only iterations of the batch
+  (``decode_s[n]`` with ``n`` in the batch); every iteration of either kind gives each sequence one
+  token. So a replica busy with prefills a fraction ``u`` of a step gives each of its sequences
+  ``(prefill iterations + (1 − u)·dt / decode_s[n]) / dt`` tokens per second in that step;
+* the first token comes when the prompt's prefill ends (plus the calibration's request overhead
+  and half a decode iteration for the one under way when it arrives).
 
-Time advances in steps of ``dt_s`` (1 s by default); within a step the step time of each replica is
-constant, but admissions and completions keep their exact times (a slot freed at 3.41 s admits the
-next request at 3.41 s, not at the step boundary). What the coarse model leaves out: per-iteration
-noise, the extra length of the iteration that carries a long prefill for everyone else in the batch,
-preemption when KV runs out (slots are reserved for mean-length sequences), and prefix caching.
-:func:`compare_fidelities` measures how far it lands from the iteration-level simulator.
+Time advances in steps of ``dt_s`` (5 s in a day run); within a step a replica's token rate is
+constant, but admissions, prefills and completions keep their exact times. Its steady state
+(:meth:`ReplicaModel.steady_state`, a fixed point with Little's law) defines one replica's
+*capacity*: the rate at which its mean TPOT just meets the target. What the coarse model leaves out:
+per-iteration detail, preemption when the KV cache runs out (slots are reserved for mean-length
+sequences), and prefix caching. :func:`compare_fidelities` measures how far it lands from the
+iteration-level simulator on one replica and one hour (a few per cent on TPOT and attainment below
+saturation; chapter 6 prints the table).
 
 3. The fleet (:func:`simulate_fleet`)
 --------------------------------------
@@ -58,9 +61,10 @@ that waits longer than ``queue_timeout_s`` is turned away (``rejected``). Nothin
 The autoscaler ticks every ``interval_s`` and asks its policy for a replica count, clipped to
 ``[min_replicas, max_replicas]`` after adding the ``headroom`` (N+k) replicas:
 
-* :class:`Reactive` — on a metric it can see now (batch utilisation, queue depth or KV usage), with a
-  target, a tolerance, a scale-up cooldown and a scale-down stabilisation window, as Kubernetes'
-  Horizontal Pod Autoscaler does (``desired = ceil(ready × metric / target)``);
+* :class:`Reactive` — on a metric it can see now (utilisation = arrival rate ÷ capacity, queue depth
+  or KV usage), with a target, a tolerance, a scale-up cooldown and a scale-down stabilisation
+  window, as Kubernetes' Horizontal Pod Autoscaler does (``desired = ceil(ready × metric /
+  target)``);
 * :class:`Scheduled` — a replica count per hour of the day, applied ``lead_s`` early
   (:func:`scheduled_for` writes one from the day's curve);
 * :class:`Predictive` — yesterday's observed arrival rate per bin, plus a margin, applied ``lead_s``
