@@ -200,6 +200,9 @@ def test_conservation_over_a_whole_day():
     assert s["arrived"] == s["finished"] + s["rejected"] + s["in_flight"]
     assert s["arrived"] == pytest.approx(a.day_profile("normal").expected_count(), rel=0.02)
     assert len(s["per_hour_attainment"]) == 24 and len(d["replicas_by_hour"]) == 24
+    assert sum(h["arrived"] for h in d["hours"]) == s["arrived"]
+    assert sum(h["gpu_hours"] for h in d["hours"]) == pytest.approx(s["gpu_hours"])
+    assert s["per_hour_attainment"][3] > 0.9 and max(d["replicas_by_hour"]) <= s["max_replicas"]
 
 
 def test_same_seed_same_day_and_another_seed_another():
@@ -345,6 +348,14 @@ def test_erlang_replicas_is_optimistic_against_the_simulation():
 
 
 # ----------------------------------------------------------------------------- errors
+
+def test_an_empty_day_is_not_an_error():
+    from vidya_lab.workload import Workload
+
+    w = Workload.from_arrays(np.array([]), np.array([], dtype=int), np.array([], dtype=int))
+    run = a.simulate_fleet(w, a.Fleet(model()), a.Reactive())
+    assert run.counts()["arrived"] == 0 and a.summary(run)["attainment"] is None
+
 
 def test_errors_name_the_parameter():
     m = model()

@@ -327,6 +327,9 @@ class ReplicaModel:
         ``request_overhead_s``), seconds.
     tpot_target_s, ttft_target_s : the targets :meth:`capacity_rps` is computed for, seconds.
     kv_capacity_tokens : tokens the replica's KV cache holds.
+
+    With pipeline parallelism (pp > 1) prompts are prefilled one after another, not pipelined
+    across stages: pessimistic for pp layouts.
     """
 
     replica: sizing.Replica
@@ -1350,7 +1353,8 @@ def rush_attainment(run: FleetRun, target: slo.SLO | None = None,
     return float(np.mean(run.meets(target)[sel]))
 
 
-def summary(run: FleetRun, target: slo.SLO | None = None) -> dict:
+def summary(run: FleetRun, target: slo.SLO | None = None, *, hours: list[dict] | None = None
+            ) -> dict:
     """The JSON of ``vidya-lab autoscale``: counts, attainment, latency percentiles, bill.
 
     Keys: ``arrived``, ``finished``, ``rejected``, ``in_flight``, ``retried``, ``failures``,
@@ -1359,11 +1363,12 @@ def summary(run: FleetRun, target: slo.SLO | None = None) -> dict:
     finished requests, seconds), ``gpu_hours``, ``cost`` (USD), ``max_replicas`` (largest fleet:
     serving + starting + draining), ``cold_start_s``, ``per_hour_attainment`` (one entry per hour,
     ``null`` for an hour with no arrivals), ``replicas_by_hour`` (time-averaged serving replicas).
+    ``hours``: :func:`hourly` of the same run and target, if already computed.
     """
     target = tutor_slo() if target is None else target
     c = run.counts()
     ok = run.meets(target)
-    hrs = hourly(run, target)
+    hrs = hourly(run, target) if hours is None else hours
     s = run.series
     size = s["serving"] + s["starting"] + s["draining"]
     return {
@@ -1466,8 +1471,8 @@ def simulate_day(replica: sizing.Replica, *, day: str | DiurnalProfile = "exam",
     run = simulate_fleet(w, fleet, pol, seed=seed, dt_s=dt_s, horizon_s=start_s + duration_s,
                          initial_replicas=init)
     target = tutor_slo() if target is None else target
-    summ = summary(run, target)
     hours = hourly(run, target)
+    summ = summary(run, target, hours=hours)
     return {"run": run, "summary": summ, "hours": hours,
             "replicas_by_hour": [h["replicas_mean"] for h in hours],
             "gpu_hours": run.gpu_hours, "cost_usd": run.cost_usd, "cold_start_s": fleet.start_s,
