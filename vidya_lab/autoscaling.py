@@ -1406,7 +1406,7 @@ def make_policy(policy: str, model: ReplicaModel, *, day: str | DiurnalProfile =
 
 def simulate_day(replica: sizing.Replica, *, day: str | DiurnalProfile = "exam",
                  policy="reactive", cold_start: ColdStart | float | None = None, seed: int = 0,
-                 dt_s: float = 1.0, min_replicas: int = 1, max_replicas: int = 64,
+                 dt_s: float = 5.0, min_replicas: int = 1, max_replicas: int = 64,
                  headroom: int = 0, router: str = "round_robin", pool: str = "none",
                  pool_size: int = 0, mtbf_s: float | None = None,
                  failures_at_s: tuple[float, ...] = (), margin: float = 0.1,
@@ -1424,7 +1424,8 @@ def simulate_day(replica: sizing.Replica, *, day: str | DiurnalProfile = "exam",
     policy : ``"reactive"``, ``"scheduled"``, ``"predictive"`` or a policy object.
     cold_start : a :class:`ColdStart` (its parts; default :class:`ColdStart()`) or seconds.
     seed : the day's arrivals and lengths (and random failures, and yesterday for "predictive").
-    dt_s : the fleet's time step, seconds.
+    dt_s : the fleet's time step, seconds (5 s: an exam day in seconds; at or below the
+        autoscaler's 15 s tick the day's numbers barely move).
     min_replicas, max_replicas, headroom, router, pool, pool_size, mtbf_s, failures_at_s,
         max_retries, queue_timeout_s: see :class:`Fleet`.
     margin : the forecast margin of "scheduled" and "predictive" (0.1 = 10 % above the curve).
