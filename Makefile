@@ -31,10 +31,12 @@ $(JS_ASSETS): tools/fetch_js_assets.py
 assets: $(JS_ASSETS)
 
 book: $(VENV)/.book-deps $(JS_ASSETS)
+	$(BIN)/python tools/stale_cache.py
 	$(BIN)/jupyter-book build . $(BOOK_FLAGS)
 	@echo "The book: $(CURDIR)/_build/html/index.html"
 
 test: $(VENV)/.test-deps $(JS_ASSETS)
+	$(BIN)/python tools/stale_cache.py
 	$(BIN)/ruff check vidya_lab tests benchmarks
 	$(BIN)/pytest
 
@@ -68,4 +70,5 @@ page: $(VENV)/.book-deps $(JS_ASSETS)
 	@test -n "$(PAGE)" || { echo "usage: make page PAGE=chapters/01_is_it_working"; exit 2; }
 	@mkdir -p _build/page
 	@printf 'format: jb-book\nroot: %s\nchapters:\n  - file: book/references\n' "$(PAGE)" > _build/page/$(notdir $(PAGE)).toc.yml
+	$(BIN)/python tools/stale_cache.py
 	$(BIN)/jupyter-book build . --toc _build/page/$(notdir $(PAGE)).toc.yml --path-output _build/page/$(notdir $(PAGE)) $(BOOK_FLAGS)

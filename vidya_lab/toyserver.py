@@ -30,6 +30,7 @@ and a fuller batch makes every step — every stream — slower. No request is l
 
 from __future__ import annotations
 
+import functools
 import heapq
 from collections import deque
 from dataclasses import dataclass
@@ -63,20 +64,26 @@ class ToyServer:
     max_queue : most requests allowed to wait; an arrival beyond it is rejected (``None``: no limit).
     queue_timeout_s : a request waiting longer than this gives up (``None``: never).
 
-    The defaults are round numbers for a 70B model on a few GPUs: a light-load step of about 20 ms
-    (TensorRT-LLM publishes a mean inter-token latency of 18–21 ms for Llama-3.1-70B on 4×H100 at
-    light load) and a prefill of about 17,000 prompt tokens/s. They are not a cost model; chapter 2
-    builds one.
+    The three step coefficients left as ``None`` are read off the book's one cost model
+    (:func:`vidya_lab.sizing.iteration_time_s`) for :data:`REFERENCE_REPLICA`, Tanvi's model on four
+    H100s, by :func:`linearised_step_coefficients`: the toy never invents a step time of its own, it
+    only simplifies the real one to a straight line that chapter 1 can explain in a sentence.
     """
 
     max_batch: int = 32
-    step_base_s: float = 0.018
-    step_per_seq_s: float = 0.0003
-    prefill_s_per_token: float = 0.00006
+    step_base_s: float | None = None
+    step_per_seq_s: float | None = None
+    prefill_s_per_token: float | None = None
     max_queue: int | None = None
     queue_timeout_s: float | None = None
 
     def __post_init__(self) -> None:
+        if None in (self.step_base_s, self.step_per_seq_s, self.prefill_s_per_token):
+            base, per_seq, per_token = linearised_step_coefficients()
+            for name, value in (("step_base_s", base), ("step_per_seq_s", per_seq),
+                                ("prefill_s_per_token", per_token)):
+                if getattr(self, name) is None:
+                    object.__setattr__(self, name, value)
         check_int("max_batch", self.max_batch, minimum=1)
         check_real("step_base_s", self.step_base_s, minimum=0.0, min_inclusive=False)
         check_real("step_per_seq_s", self.step_per_seq_s, minimum=0.0)
@@ -90,6 +97,30 @@ class ToyServer:
         """Duration of one step with ``batch`` requests and ``prefill_tokens`` to prefill, seconds."""
         return (self.step_base_s + self.step_per_seq_s * batch
                 + self.prefill_s_per_token * prefill_tokens)
+
+
+#: The replica whose cost-model step times the toy's defaults straighten: (model, GPU, tp).
+REFERENCE_REPLICA = (TANVI.model_id, "h100-sxm", 4)
+
+
+@functools.cache
+def linearised_step_coefficients() -> tuple[float, float, float]:
+    """(step_base_s, step_per_seq_s, prefill_s_per_token) of :data:`REFERENCE_REPLICA`, seconds.
+
+    From the cost model at the scenario's mean context ``ctx`` (prompt + half an answer):
+    base = one decode step at batch 1; per sequence = (step at batch 33 − step at batch 1) / 32;
+    per prompt token = prefill of the mean prompt alone ÷ its tokens.
+    """
+    from vidya_lab import sizing
+
+    model, gpu, tp = REFERENCE_REPLICA
+    r = sizing.Replica(model, gpu, tp=tp)
+    ctx = TANVI.prompt_tokens_mean + TANVI.answer_tokens_mean // 2
+    one = sizing.iteration_time_s(r, decode_contexts=[ctx])
+    many = sizing.iteration_time_s(r, decode_contexts=[ctx] * 33)
+    prompt = TANVI.prompt_tokens_mean
+    prefill = sizing.iteration_time_s(r, prefill=[(prompt, 0)])
+    return one, (many - one) / 32.0, prefill / prompt
 
 
 def simulate(workload: Workload, server: ToyServer, *,

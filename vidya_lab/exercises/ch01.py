@@ -1,6 +1,7 @@
 """Chapter 1 exercises: reading latency from request timelines.
 
-The traces the exercises use are simulated, seeded, by :mod:`vidya_lab.toyserver` on Tanvi's traffic
+The traces the exercises use are simulated, seeded, by :mod:`vidya_lab.toyserver` (whose step times
+are the cost model's, straightened) on Tanvi's traffic
 (:func:`vidya_lab.toyserver.tutor_workload`); the chapter loads them with the functions below, and the
 grader recomputes the expected answers from the same seeds in its own process.
 """
@@ -17,7 +18,7 @@ from vidya_lab.scenario import TANVI
 from vidya_lab.toyserver import ToyServer, simulate, tutor_workload
 
 #: Seeds and loads of the exercise traces (requests/s, seconds).
-BUSY_RATE_PER_S, QUIET_RATE_PER_S, OVERLOAD_RATE_PER_S = 1.6, 0.6, 2.4
+BUSY_RATE_PER_S, QUIET_RATE_PER_S, OVERLOAD_RATE_PER_S = 1.4, 0.5, 2.2
 TRACE_DURATION_S = 600.0
 OVERLOAD_MAX_QUEUE = 3  # exercise 1.5: requests allowed to wait before new ones are turned away
 HEADROOM = 2.0  # exercise 1.4: stream twice as fast as the student reads
