@@ -37,8 +37,11 @@ def clean_build_s() -> tuple[float, int]:
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
         elapsed = time.perf_counter() - t0
+        log = ROOT / "_build" / "bench_build-clean-build.log"
+        log.parent.mkdir(exist_ok=True)
+        log.write_text(proc.stdout + proc.stderr)
         if proc.returncode != 0:
-            print((proc.stdout + proc.stderr)[-3000:], file=sys.stderr)
+            print(f"the clean build failed; its log: {log.relative_to(ROOT)}", file=sys.stderr)
         return elapsed, proc.returncode
 
 
@@ -48,8 +51,11 @@ def make_test_s() -> tuple[float, int, bool]:
     t0 = time.perf_counter()
     proc = subprocess.run(["make", "test"], cwd=ROOT, capture_output=True, text=True)
     elapsed = time.perf_counter() - t0
+    log = ROOT / "_build" / "bench_build-make-test.log"
+    log.parent.mkdir(exist_ok=True)
+    log.write_text(proc.stdout + proc.stderr)
     tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
-    print("   make test said: " + " | ".join(tail))
+    print(f"   make test said: {' | '.join(tail)}\n   (whole output: {log.relative_to(ROOT)})")
     return elapsed, proc.returncode, cache_was_warm
 
 
