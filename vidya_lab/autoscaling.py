@@ -97,7 +97,6 @@ import numpy as np
 from vidya_lab import _validate as v
 from vidya_lab import sizing, slo
 from vidya_lab.scenario import TANVI
-from vidya_lab.toyserver import ANSWER_MAX_TOKENS, ANSWER_P50_TOKENS, QUESTION_P50_TOKENS
 from vidya_lab.workload import (
     DiurnalProfile,
     LognormalLength,
@@ -547,9 +546,9 @@ def day_workload(day: str | DiurnalProfile = "normal", *, seed: int | np.random.
     arrivals = shifted.arrivals(dur, seed=rng) + start
     return make_workload(
         arrivals,
-        prompt_tokens=LognormalLength(TANVI.question_tokens_mean, QUESTION_P50_TOKENS),
-        output_tokens=LognormalLength(TANVI.answer_tokens_mean, ANSWER_P50_TOKENS,
-                                      max_tokens=ANSWER_MAX_TOKENS),
+        prompt_tokens=LognormalLength(TANVI.question_tokens_mean, TANVI.question_tokens_p50),
+        output_tokens=LognormalLength(TANVI.answer_tokens_mean, TANVI.answer_tokens_p50,
+                                      max_tokens=TANVI.answer_tokens_max),
         seed=rng, shared_prefix_tokens=TANVI.syllabus_prompt_tokens + TANVI.subject_prompt_tokens,
         shared_prefix_fraction=1.0, shared_prefix_id=0)
 

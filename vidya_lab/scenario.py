@@ -27,6 +27,11 @@ class Scenario:
     subject_prompt_tokens : length of each per-subject prompt, tokens.
     question_tokens_mean : mean length of a student's own question (plus chat history), tokens.
     answer_tokens_mean : mean length of the tutor's answer, tokens.
+    question_tokens_p50, answer_tokens_p50 : medians of those lengths, tokens (both are lognormal:
+        most questions and answers are short, a few are long).
+    answer_tokens_max : the answer length the service caps generation at, tokens.
+    network_s : a student's network round trip for the request and the first token, seconds
+        (a phone on a mobile network, TLS included).
     normal_peak_rps : request rate at the busiest minute of a normal school day, requests/s.
     exam_multiplier : exam season traffic relative to a normal day (the story's "ten times").
     rush_hour : local hour of the morning rush (7 am).
@@ -45,6 +50,10 @@ class Scenario:
     subject_prompt_tokens: int = 400
     question_tokens_mean: int = 150
     answer_tokens_mean: int = 350
+    question_tokens_p50: int = 100
+    answer_tokens_p50: int = 250
+    answer_tokens_max: int = 2000
+    network_s: float = 0.15
     normal_peak_rps: float = 6.0
     exam_multiplier: float = 10.0
     rush_hour: int = 7

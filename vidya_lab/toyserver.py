@@ -211,28 +211,21 @@ def simulate(workload: Workload, server: ToyServer, *,
                                  klass=workload.klass, token_times_s=token_times)
 
 
-#: Assumed spread of the story's lengths (the scenario gives only means): median question and
-#: median answer, tokens. Long answers are capped at ``ANSWER_MAX_TOKENS``.
-QUESTION_P50_TOKENS = 100
-ANSWER_P50_TOKENS = 250
-ANSWER_MAX_TOKENS = 2000
-
-
 def tutor_workload(rate_per_s: float, duration_s: float, *,
                    seed: int | np.random.Generator) -> Workload:
     """Tanvi's tutor traffic at a steady rate: Poisson arrivals, her prompt and answer lengths.
 
     Every prompt starts with the syllabus and a subject prompt (shared prefix id 0, from
     :data:`vidya_lab.scenario.TANVI`), followed by the student's question (lognormal, mean from the
-    scenario, median :data:`QUESTION_P50_TOKENS`); answers are lognormal (mean from the scenario,
-    median :data:`ANSWER_P50_TOKENS`, at most :data:`ANSWER_MAX_TOKENS`).
+    scenario, median ``TANVI.question_tokens_p50``); answers are lognormal (mean from the scenario,
+    median ``TANVI.answer_tokens_p50``, at most ``TANVI.answer_tokens_max``).
     """
     rng = as_rng(seed)
     arrivals = poisson_arrivals(rate_per_s, duration_s, seed=rng)
     return make_workload(
         arrivals,
-        prompt_tokens=LognormalLength(TANVI.question_tokens_mean, QUESTION_P50_TOKENS),
-        output_tokens=LognormalLength(TANVI.answer_tokens_mean, ANSWER_P50_TOKENS,
-                                      max_tokens=ANSWER_MAX_TOKENS),
+        prompt_tokens=LognormalLength(TANVI.question_tokens_mean, TANVI.question_tokens_p50),
+        output_tokens=LognormalLength(TANVI.answer_tokens_mean, TANVI.answer_tokens_p50,
+                                      max_tokens=TANVI.answer_tokens_max),
         seed=rng, shared_prefix_tokens=TANVI.syllabus_prompt_tokens + TANVI.subject_prompt_tokens,
         shared_prefix_fraction=1.0, shared_prefix_id=0)
