@@ -96,7 +96,7 @@ import numpy as np
 
 from vidya_lab import _validate as v
 from vidya_lab import sizing, slo
-from vidya_lab.scenario import TANVI
+from vidya_lab.scenario import TANVI, Scenario
 from vidya_lab.workload import (
     DiurnalProfile,
     LognormalLength,
@@ -531,12 +531,13 @@ def day_profile(day: str | DiurnalProfile = "normal", *,
 
 
 def day_workload(day: str | DiurnalProfile = "normal", *, seed: int | np.random.Generator,
-                 start_s: float = 0.0, duration_s: float = SECONDS_PER_DAY) -> Workload:
+                 start_s: float = 0.0, duration_s: float = SECONDS_PER_DAY,
+                 scenario: Scenario = TANVI) -> Workload:
     """Tanvi's requests over ``[start_s, start_s + duration_s)`` of a day (seconds from midnight).
 
     Arrivals follow the day's curve (thinned Poisson); every prompt is the syllabus and a subject
     prompt (shared prefix) plus the student's question, and answers are lognormal: the lengths of
-    :func:`vidya_lab.toyserver.tutor_workload`, from the scenario.
+    :func:`vidya_lab.toyserver.tutor_workload`, from ``scenario`` (default the book's).
     """
     prof = day_profile(day)
     start = v.check_real("start_s", start_s, minimum=0.0)
@@ -544,12 +545,13 @@ def day_workload(day: str | DiurnalProfile = "normal", *, seed: int | np.random.
     rng = as_rng(seed)
     shifted = replace(prof, start_hour=float(np.mod(prof.start_hour + start / SECONDS_PER_HOUR, 24.0)))
     arrivals = shifted.arrivals(dur, seed=rng) + start
+    sc = scenario
     return make_workload(
         arrivals,
-        prompt_tokens=LognormalLength(TANVI.question_tokens_mean, TANVI.question_tokens_p50),
-        output_tokens=LognormalLength(TANVI.answer_tokens_mean, TANVI.answer_tokens_p50,
-                                      max_tokens=TANVI.answer_tokens_max),
-        seed=rng, shared_prefix_tokens=TANVI.syllabus_prompt_tokens + TANVI.subject_prompt_tokens,
+        prompt_tokens=LognormalLength(sc.question_tokens_mean, sc.question_tokens_p50),
+        output_tokens=LognormalLength(sc.answer_tokens_mean, sc.answer_tokens_p50,
+                                      max_tokens=sc.answer_tokens_max),
+        seed=rng, shared_prefix_tokens=sc.syllabus_prompt_tokens + sc.subject_prompt_tokens,
         shared_prefix_fraction=1.0, shared_prefix_id=0)
 
 

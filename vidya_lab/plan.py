@@ -8,9 +8,10 @@ what will exam season cost?* It only composes the chapters' modules; it computes
    the TTFT and TPOT targets at the peak load, sized by the cost model and Little's law.
 2. **Confirmation** (chapters 5–6, :func:`vidya_lab.autoscaling.simulate_day`): the cheapest candidate
    is run through a simulated day of the forecast traffic under the chosen autoscaling policy and
-   the derived cold start. If its attainment misses the target narrowly, one spare replica (N+1) is
-   added, then a second; if it still misses (or missed widely), the next-cheapest candidate is
-   tried. The first that meets the target is the plan, so the plan is the cheapest of the
+   the derived cold start, with the policy aiming its replicas at the busiest utilisation of
+   :data:`UTILISATIONS` first (fewest replicas), then lower ones. If it still misses the target
+   narrowly, one spare replica (N+1) is added, then a second; if it still misses (or missed
+   widely), the next-cheapest candidate is tried. The first that meets the target is the plan, so the plan is the cheapest of the
    candidates the planner confirmed. The calculator and the simulation can disagree (the
    calculator assumes every replica runs at its best batch; the simulated day has queues, a
    router and scale-up delays): the simulation has the last word.
@@ -42,6 +43,9 @@ from vidya_lab.workload import student_day_profile
 DAYS_PER_MONTH = 30
 #: Traffic above the forecast that the risk section tries (the "20 % above forecast" question).
 RISK_TRAFFIC_FACTOR = 1.2
+#: Target utilisations the autoscaling policy is tried at, busiest (cheapest) first: the fleet's
+#: replica count is the forecast load ÷ (a replica's capacity × this), chapter 6.
+UTILISATIONS = (0.9, 0.8, 0.7, 0.6)
 #: Spare replicas (N+k) the confirmation may add before it moves to the next candidate.
 MAX_SPARE_REPLICAS = 2
 #: Candidate layouts confirmed by simulation before giving up (the cheapest first).
@@ -131,7 +135,8 @@ def _meets(summary: dict, scenario: Scenario) -> bool:
 
 
 def _simulate(candidate: Candidate, scenario: Scenario, *, day: str, policy: str, headroom: int,
-              cold_start_s, seed: int, dt_s: float, traffic_factor: float = 1.0) -> dict:
+              cold_start_s, seed: int, dt_s: float, utilisation: float,
+              traffic_factor: float = 1.0) -> dict:
     # The policy plans for the forecast (traffic_factor 1); the day it meets may be busier.
     forecast = _day(scenario, day)
     actual = _day(scenario, day, traffic_factor)
@@ -141,10 +146,12 @@ def _simulate(candidate: Candidate, scenario: Scenario, *, day: str, policy: str
                                       tpot_target_s=scenario.tpot_target_s)
     cold = None if cold_start_s is None else float(cold_start_s)
     fleet_start = (autoscaling.ColdStart().total_s(rep) if cold is None else cold)
-    pol = autoscaling.make_policy(policy, model, day=forecast, lead_s=fleet_start, seed=seed)
+    pol = autoscaling.make_policy(policy, model, day=forecast, lead_s=fleet_start, seed=seed,
+                                  utilisation=utilisation)
+    work = autoscaling.day_workload(actual, seed=seed, scenario=scenario)
     return autoscaling.simulate_day(rep, day=actual, policy=pol, cold_start=cold, seed=seed,
                                     dt_s=dt_s, headroom=headroom, max_replicas=256,
-                                    target=_target(scenario))
+                                    target=_target(scenario), model=model, workload=work)
 
 
 def _breaks_first(run, scenario: Scenario) -> str:
@@ -206,7 +213,7 @@ def plan(scenario: Scenario = TANVI, *, gpu_ids=None, precisions=("bf16", "fp8")
     ``tp``, ``pp``, ``replicas_peak``, ``monthly_cost`` (USD), ``ttft_s`` and ``tpot_s``
     (percentile objects, seconds, over the simulated day), ``attainment`` (0..1). Also
     ``precision``, ``replicas_by_hour``, ``gpu_hours_per_day``, ``daily_cost``, ``cost_per_hour_peak``,
-    ``headroom``, ``policy``, ``cold_start_s``, ``candidates`` (the cheapest layout of each GPU
+    ``headroom``, ``utilisation`` (the policy's target), ``policy``, ``cold_start_s``, ``candidates`` (the cheapest layout of each GPU
     type and precision that meets the targets at the peak, by the calculator),
     ``confirmed`` (the simulations tried), ``prefix_cache``, ``risks``, ``scenario`` and
     ``wall_s``. Raises ``ValueError`` when no candidate meets the targets.
@@ -232,21 +239,27 @@ def plan(scenario: Scenario = TANVI, *, gpu_ids=None, precisions=("bf16", "fp8")
             f"{_peak_rps(scenario, day, 1.0):g} requests/s; relax a target or add a GPU type")
 
     confirmed, chosen, day_run = [], None, None
+    tries = [(u, 0) for u in UTILISATIONS] + [(UTILISATIONS[-1], k)
+                                              for k in range(1, MAX_SPARE_REPLICAS + 1)]
     for cand in ranked[:MAX_CONFIRMED_CANDIDATES]:
-        for headroom in range(MAX_SPARE_REPLICAS + 1):
+        for utilisation, headroom in tries:
             out = _simulate(cand, scenario, day=day, policy=policy, headroom=headroom,
-                            cold_start_s=cold_start_s, seed=seed, dt_s=dt_s)
+                            cold_start_s=cold_start_s, seed=seed, dt_s=dt_s,
+                            utilisation=utilisation)
             s = out["summary"]
             ok = _meets(s, scenario)
             confirmed.append({"gpu": cand.gpu, "precision": cand.precision, "tp": cand.layout.tp,
                               "pp": cand.layout.pp, "replicas": cand.layout.replicas,
-                              "headroom": headroom, "attainment": s["attainment"],
+                              "utilisation": utilisation, "headroom": headroom,
+                              "attainment": s["attainment"], "max_replicas": s["max_replicas"],
                               "cost": s["cost"], "meets_target": ok})
             if ok:
-                chosen, day_run = (cand, headroom), out
+                chosen, day_run = (cand, utilisation, headroom), out
                 break
-            if s["attainment"] is None or s["attainment"] < scenario.attainment_target - FAR_MISS:
-                break  # a spare replica will not close a gap this wide: try the next layout
+            if (headroom == 0 and utilisation == UTILISATIONS[-1]
+                    and (s["attainment"] is None
+                         or s["attainment"] < scenario.attainment_target - FAR_MISS)):
+                break  # spare replicas will not close a gap this wide: try the next layout
         if chosen:
             break
     if chosen is None:
@@ -257,7 +270,7 @@ def plan(scenario: Scenario = TANVI, *, gpu_ids=None, precisions=("bf16", "fp8")
                         f"{c['attainment']:.3f}" for c in confirmed)
             + "; relax a target or add a GPU type")
 
-    cand, headroom = chosen
+    cand, utilisation, headroom = chosen
     s = day_run["summary"]
     rep = cand.replica()
     replicas_peak = int(s["max_replicas"])
@@ -275,6 +288,7 @@ def plan(scenario: Scenario = TANVI, *, gpu_ids=None, precisions=("bf16", "fp8")
         "day": day,
         "policy": policy,
         "headroom": headroom,
+        "utilisation": utilisation,
         "cold_start_s": day_run["cold_start_s"],
         "rush_attainment": s["rush_attainment"],
         "per_hour_attainment": s["per_hour_attainment"],
@@ -295,10 +309,11 @@ def plan(scenario: Scenario = TANVI, *, gpu_ids=None, precisions=("bf16", "fp8")
     }
     if risks:
         busy = _simulate(cand, scenario, day=day, policy=policy, headroom=headroom,
-                         cold_start_s=cold_start_s, seed=seed, dt_s=dt_s,
+                         cold_start_s=cold_start_s, seed=seed, dt_s=dt_s, utilisation=utilisation,
                          traffic_factor=RISK_TRAFFIC_FACTOR)
         reactive = _simulate(cand, scenario, day=day, policy="reactive", headroom=headroom,
-                             cold_start_s=cold_start_s, seed=seed, dt_s=dt_s)
+                             cold_start_s=cold_start_s, seed=seed, dt_s=dt_s,
+                             utilisation=utilisation)
         result["risks"] = {
             "traffic_factor": RISK_TRAFFIC_FACTOR,
             "attainment_above_forecast": busy["summary"]["attainment"],
