@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import io
 import math
 
+import numpy as np
 import pytest
+from PIL import Image
 
 from vidya_lab import sizing
 from vidya_lab.widgets import ch02
+
+
+def pixels(png: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGBA"))
 
 
 def test_view_numbers_come_from_the_cost_model():
@@ -54,7 +61,40 @@ def test_draw_and_build():
     controls = box.children[:6]
     controls[1].value = "h200"  # the observer redraws without error
     controls[5].value = 64
-    assert len(box.children) == 7
+    assert len(box.children) == 8
+
+
+@pytest.mark.parametrize("position, value", [(0, "llama-3.1-8b"), (1, "h200"), (2, 8),
+                                             (3, "fp8"), (4, 8192), (5, 64)])
+def test_every_control_updates_the_figure_and_the_caption(position, value):
+    box = ch02.build()
+    image, text = box.children[6], box.children[7]
+    before_png, before_text = image.value, text.value
+    assert before_png[:8] == b"\x89PNG\r\n\x1a\n"
+    box.children[position].value = value
+    assert image.value != before_png and text.value != before_text
+    assert text.value == ch02.summary_html(ch02.compute_view(*(c.value for c in box.children[:6])))
+
+
+def test_caption_says_what_the_title_said():
+    v = ch02.compute_view("llama-3.3-70b", "h100-sxm", 4, "bf16", 32_768, 512)
+    html = ch02.summary_html(v)
+    assert "h100-sxm memory" in html and f"TPOT {v['tpot_s'] * 1e3:.1f} ms" in html
+    assert "memory-bound at any batch" in html and "capped" in html
+    bad = ch02.compute_view("llama-3.3-70b", "h100-sxm", 1, "bf16", 3900, 8)
+    assert "do not fit" in ch02.summary_html(bad)
+
+
+def test_frames_redraw_only_what_moves_yet_match_a_fresh_figure():
+    """A frame drawn over a kept background (also after an impossible choice, which has its own)
+    is the frame a new figure draws for that view."""
+    plot = ch02._Plot(show_titles=False)
+    views = [ch02.compute_view(), ch02.compute_view("llama-3.3-70b", "h100-sxm", 1, "bf16", 3900, 8),
+             ch02.compute_view("opt-13b", "h100-sxm", 3, "bf16", 1024, 8),
+             ch02.compute_view("llama-3.1-8b", "h100-sxm", 1, "bf16", 256, 8)]
+    for view in views:
+        again = plot.png(view)
+        assert np.array_equal(pixels(again), pixels(ch02._Plot(show_titles=False).png(view)))
 
 
 def test_memory_bars():

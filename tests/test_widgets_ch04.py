@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import io
+
+import numpy as np
 import pytest
+from PIL import Image
 
 from vidya_lab.widgets import ch04
+
+
+def pixels(png: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGBA"))
 
 
 def test_view_follows_cache_size_and_prefix():
@@ -31,3 +39,23 @@ def test_draw_and_build():
     sliders[2].value = 0.1  # the observer recomputes and redraws
     assert text.value != before and "0.1 GB per GPU" in text.value
     assert len(box.children) == 6
+
+
+@pytest.mark.parametrize("position, value", [(0, 1000), (1, 600), (2, 0.1), (3, 12)])
+def test_every_control_updates_the_figure_and_the_caption(position, value):
+    box = ch04.build()
+    image, text = box.children[4], box.children[5]
+    before_png, before_text = image.value, text.value
+    assert before_png[:8] == b"\x89PNG\r\n\x1a\n"
+    box.children[position].value = value
+    assert image.value != before_png and text.value != before_text
+    assert text.value == ch04.summary_html(ch04.compute_view(*(c.value for c in box.children[:4])))
+
+
+def test_frames_redraw_only_what_moves_yet_match_a_fresh_figure():
+    plot = ch04._Plot(show_titles=False)
+    plot.png(ch04.compute_view(3000, 150, 30.0, 6))
+    plot.png(ch04.compute_view(0, 4000, 0.01, 1))
+    view = ch04.compute_view(3000, 400, 0.3, 12)
+    again = plot.png(view)
+    assert np.array_equal(pixels(again), pixels(ch04._Plot(show_titles=False).png(view)))

@@ -65,9 +65,15 @@ BINS = 50
 
 
 class _Plot:
-    """A figure whose artists are made once and updated in place (a slider move redraws nothing new)."""
+    """A figure whose artists are made once and updated in place (a slider move redraws nothing new).
 
-    def __init__(self) -> None:
+    ``show_titles=False`` is the widget's figure: fixed legend labels and no title (:func:`build`
+    shows :func:`summary_html` under it, because matplotlib text is most of a redraw's time), and
+    :attr:`frames` draws only what moves.
+    """
+
+    def __init__(self, show_titles: bool = True) -> None:
+        self.show_titles = show_titles
         self.fig = Figure(figsize=(9, 3.4))
         self.panels = []
         for ax, (_, _, _, title, _, unit) in zip(self.fig.subplots(1, 2), PANELS, strict=True):
@@ -76,15 +82,40 @@ class _Plot:
             p50 = ax.axvline(0.0, color="#246", lw=2)
             p99 = ax.axvline(0.0, color="#c33", lw=2)
             target = ax.axvline(0.0, color="black", ls="--", lw=1.5)
-            legend = ax.legend([p50, p99, target], ["p50", "p99", "target"], loc="upper right",
-                               fontsize=8)
+            if show_titles:
+                legend = ax.legend([p50, p99, target], ["p50", "p99", "target"],
+                                   loc="upper right", fontsize=8)
+            else:  # above the panel: the frames draw the bars after (over) the legends
+                legend = ax.legend([p50, p99, target], ["p50", "p99", "target"], ncol=3,
+                                   loc="lower center", bbox_to_anchor=(0.5, 1.0), fontsize=8,
+                                   frameon=False)
             ax.set_xlabel(f"{title} ({unit})")
             ax.set_ylabel("requests")
             ax.xaxis.set_major_locator(MaxNLocator(5))  # fewer tick labels: text is most of the
             ax.yaxis.set_major_locator(MaxNLocator(4))  # cost of a redraw
             self.panels.append((ax, stairs, (p50, p99, target), legend))
         self.title = self.fig.suptitle("", fontsize=10)
-        self.fig.subplots_adjust(left=0.07, right=0.98, bottom=0.15, top=0.87, wspace=0.22)
+        self.fig.subplots_adjust(left=0.07, right=0.98, bottom=0.15,
+                                 top=0.87 if show_titles else 0.9, wspace=0.22)
+        self._frames = None
+
+    @property
+    def frames(self):
+        """The widget's :class:`~vidya_lab.widgets._blit.Frames`: legends drawn once; a frame
+        draws the histograms, the markers and both axes (their limits follow the data)."""
+        if self._frames is None:
+            from vidya_lab.widgets._blit import Frames
+
+            dynamic = []
+            for ax, stairs, lines, _ in self.panels:
+                dynamic += [ax.xaxis, ax.yaxis, stairs, *lines]
+            self._frames = Frames(self.fig, dynamic, dpi=80)
+        return self._frames
+
+    def png(self, view: dict) -> bytes:
+        """The widget's frame for ``view``, PNG bytes."""
+        self.update(view)
+        return self.frames.png()
 
     def update(self, view: dict) -> Figure:
         for (ax, stairs, lines, legend), (values_key, summary_key, target_key, _, scale, unit) in \
@@ -99,16 +130,32 @@ class _Plot:
             for line, x in zip(lines, (*(m * scale if m is not None else np.nan for m in marks),
                                        target), strict=True):
                 line.set_xdata([x, x])
-            for text, name, x in zip(legend.get_texts(), ("p50", "p99", "target"),
-                                     (line.get_xdata()[0] for line in lines), strict=True):
-                text.set_text(f"{name} {x:.3g} {unit}")
+            if self.show_titles:
+                for text, name, x in zip(legend.get_texts(), ("p50", "p99", "target"),
+                                         (line.get_xdata()[0] for line in lines), strict=True):
+                    text.set_text(f"{name} {x:.3g} {unit}")
             ax.set_xlim(0.0, top)
             ax.set_ylim(0.0, max(1, int(counts.max())) * 1.08)
-        self.title.set_text(
-            f"{view['rate_per_s']:.2g} requests/s on one toy replica: attainment "
+        self.title.set_text(caption(view) if self.show_titles else "")
+        return self.fig
+
+
+def caption(view: dict) -> str:
+    """The figure's title: the load and the attainment (both targets, each alone)."""
+    return (f"{view['rate_per_s']:.2g} requests/s on one toy replica: attainment "
             f"{view['attainment']:.1%} (TTFT alone {view['attainment_ttft']:.1%}, "
             f"TPOT alone {view['attainment_tpot']:.1%})")
-        return self.fig
+
+
+def summary_html(view: dict) -> str:
+    """What the widget's figure shows, as a line of HTML under it: the title and the markers."""
+    parts = []
+    for _, summary_key, target_key, title, scale, unit in PANELS:
+        s = view[summary_key]
+        fmt = [f"{x * scale:.3g} {unit}" if x is not None else "–"
+               for x in (s["p50"], s["p99"], view[target_key])]
+        parts.append(f"{title} p50 {fmt[0]}, p99 {fmt[1]}, target {fmt[2]}")
+    return f"<p>{caption(view)}.<br>{'; '.join(parts)}.</p>"
 
 
 def draw(view: dict) -> Figure:
@@ -118,11 +165,7 @@ def draw(view: dict) -> Figure:
 
 def build():
     """The widget: sliders for the TTFT target, the TPOT target and the load; the figure below."""
-    import io
-
     import ipywidgets as widgets
-    from IPython.display import Image, display
-
     style = {"description_width": "11em"}
     layout = widgets.Layout(width="32em")
     ttft = widgets.FloatSlider(value=TANVI.ttft_target_s, min=TTFT_RANGE_S[0], max=TTFT_RANGE_S[1],
@@ -133,21 +176,20 @@ def build():
     rate = widgets.FloatSlider(value=1.2, min=RATE_RANGE_PER_S[0], max=RATE_RANGE_PER_S[1],
                                step=0.1, description="load (requests/s)", style=style,
                                layout=layout)
-    out = widgets.Output()
-    plot = _Plot()
+    out = widgets.Image(format="png")  # the figure: one PNG, replaced on every change
+    text = widgets.HTML()
+    plot = _Plot(show_titles=False)  # title and marker values go in the HTML
 
     def update(_change=None):
-        fig = plot.update(compute_view(ttft.value, tpot.value, rate.value))
-        png = io.BytesIO()
-        fig.savefig(png, format="png", dpi=80)
-        out.clear_output(wait=True)
-        with out:  # a PNG, whatever matplotlib backend the kernel runs
-            display(Image(data=png.getvalue(), format="png"))
+        view = compute_view(ttft.value, tpot.value, rate.value)
+        png = plot.png(view)
+        text.value = summary_html(view)
+        out.value = png
 
     for w in (ttft, tpot, rate):
         w.observe(update, names="value")
     update()
-    return widgets.VBox([ttft, tpot, rate, out])
+    return widgets.VBox([ttft, tpot, rate, out, text])
 
 
 # ----------------------------------------------------------------------------- the timeline figure

@@ -18,7 +18,7 @@ from vidya_lab import caching
 from vidya_lab.scenario import TANVI
 
 #: Requests replayed per view (small, so a slider move redraws quickly) and their seed.
-REQUESTS = 150
+REQUESTS = 100
 SEED = 4
 PREFIX_RANGE_TOKENS = (0, 8000)
 UNIQUE_RANGE_TOKENS = (1, 4000)
@@ -72,12 +72,34 @@ class _Plot:
         self.ax2.set_ylim(0, 1.0)
         self.ax2.set_xlabel("TTFT on an idle replica (ms)")
         self.ax2.set_ylabel("share of requests at or below")
-        self.ax2.legend(loc="lower right", fontsize=8)
+        if show_titles:
+            self.ax2.legend(loc="lower right", fontsize=8)
+        else:  # above the panel: the frames draw the curves after (over) the legend
+            self.ax2.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, fontsize=8,
+                            frameon=False)
         self.show_titles = show_titles
         self.t1 = self.ax1.set_title("", fontsize=9)
         self.t2 = self.ax2.set_title("", fontsize=9)
         self.fig.subplots_adjust(left=0.08, right=0.98, bottom=0.17, wspace=0.28,
-                                 top=0.88 if show_titles else 0.96)
+                                 top=0.88 if show_titles else 0.9)
+        self._frames = None
+
+    @property
+    def frames(self):
+        """The widget's :class:`~vidya_lab.widgets._blit.Frames`: the left panel's axes (fixed
+        limits) and the legend are drawn once; a frame draws the points, the two curves and the
+        right panel's x axis (its limit follows the slowest TTFT)."""
+        if self._frames is None:
+            from vidya_lab.widgets._blit import Frames
+
+            self._frames = Frames(self.fig, [self.share, self.without, self.with_,
+                                             self.ax2.xaxis], dpi=72)
+        return self._frames
+
+    def png(self, view: dict) -> bytes:
+        """The widget's frame for ``view``, PNG bytes."""
+        self.update(view)
+        return self.frames.png()
 
     def update(self, view: dict) -> Figure:
         share = view["hit_tokens"] / view["prompt_tokens"]
@@ -117,11 +139,7 @@ def draw(view: dict, fig: Figure | None = None) -> Figure:
 
 def build():
     """The widget: sliders for prefix, unique tokens, cache size and subjects; the figure below."""
-    import io
-
     import ipywidgets as widgets
-    from IPython.display import Image, display
-
     style = {"description_width": "13em"}
     layout = widgets.Layout(width="34em")
     prefix = widgets.IntSlider(value=TANVI.syllabus_prompt_tokens, min=PREFIX_RANGE_TOKENS[0],
@@ -137,18 +155,15 @@ def build():
     subjects = widgets.IntSlider(value=TANVI.subjects, min=SUBJECTS_RANGE[0], max=SUBJECTS_RANGE[1],
                                  description="subjects", style=style, layout=layout,
                                  continuous_update=False)
-    out = widgets.Output()
+    out = widgets.Image(format="png")  # the figure: one PNG, replaced on every change
     text = widgets.HTML()
     plot = _Plot(show_titles=False)  # titles go in the HTML: matplotlib text is most of a redraw
 
     def update(_change=None):
         view = compute_view(prefix.value, unique.value, cache.value, subjects.value)
-        png = io.BytesIO()
-        plot.update(view).savefig(png, format="png", dpi=72)
+        png = plot.png(view)
         text.value = summary_html(view)
-        out.clear_output(wait=True)
-        with out:
-            display(Image(data=png.getvalue(), format="png"))
+        out.value = png
 
     for w in (prefix, unique, cache, subjects):
         w.observe(update, names="value")
