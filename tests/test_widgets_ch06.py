@@ -22,9 +22,30 @@ def test_view_follows_the_cold_start_and_headroom():
     assert base["serving"].shape == base["t_h"].shape == base["demand"].shape
 
 
+def test_kept_workload_and_policy_give_simulate_days_own_day():
+    """The widget keeps the day's requests and the policy's schedule between changes: the day it
+    shows is the one simulate_day makes from the names (the schedule led by this cold start)."""
+    view = ch06.compute_view("scheduled", "normal")  # cached: test_draw_and_build draws it too
+    d = autoscaling.simulate_day(ch06._replica(), day="normal", policy="scheduled",
+                                 cold_start=autoscaling.ColdStart(), seed=ch06.SEED,
+                                 dt_s=ch06.DT_S, model=ch06._model())
+    assert view["policy"] == "scheduled" and d["policy"].lead_s == view["cold_start_s"]
+    assert view["gpu_hours"] == d["summary"]["gpu_hours"]
+    assert view["attainment"] == d["summary"]["attainment"]
+    assert (view["serving"] == d["run"].series["serving"]).all()
+
+
 def test_draw_and_build():
     fig = ch06.draw(ch06.compute_view("scheduled", "normal"))
     assert len(fig.axes) == 2 and "GPU-hours" in fig.texts[0].get_text()
     box = ch06.build()
-    box.children[2].value = 120.0  # the observer redraws without error
-    assert len(box.children) == 8
+    image, text = box.children[7], box.children[8]
+    assert len(box.children) == 9 and image.value[:8] == b"\x89PNG\r\n\x1a\n"
+    before_png, before_text = image.value, text.value
+    box.children[2].value = 120.0  # node provisioning: the observer redraws
+    assert image.value != before_png and text.value != before_text
+    view = ch06.compute_view(*(c.value for c in box.children[:7]))
+    assert text.value == ch06.summary_html(view) and "cold start" in text.value
+    before_png = image.value
+    box.children[6].value = 2  # headroom
+    assert image.value != before_png and "N+2" in text.value

@@ -1,14 +1,24 @@
 """Chapter 6 widget: a policy, the parts of a cold start and some headroom → the fleet over the day,
 its attainment hour by hour, and the bill.
 
-No math here: the day is :func:`vidya_lab.autoscaling.simulate_day` on Tanvi's replica (a 15 s
-step, the autoscaler's tick, so a slider moves in seconds). :func:`compute_view` (numbers) and :func:`draw` (a
-matplotlib figure) are plain functions that tests call without a browser; :func:`build` wires them
-to controls.
+No math here: the day is :func:`vidya_lab.autoscaling.simulate_day` on Tanvi's replica: the whole
+24-hour day, every request of it (about 180,000 on a normal day, two million on an exam day), the
+fleet simulator at a 15 s step (the autoscaler's tick). :func:`compute_view` (numbers) and
+:func:`draw` (a matplotlib figure) are plain functions that tests call without a browser;
+:func:`build` wires them to controls.
+
+Speed: what does not depend on the controls is made once and kept: the day's requests (one
+:func:`~vidya_lab.autoscaling.day_workload` per kind of day, seed :data:`SEED`), each policy's
+schedule or forecast (only its lead, the cold start, changes), the coarse replica, and the figure
+(drawn once; a change redraws only the curves, the bars and the axes). Each setting's day is
+simulated once and cached, so going back to a setting is instant; a new setting still simulates
+the whole day, which takes about a second or two on a laptop core (the fleet simulator's
+per-step cost; see ``benchmarks/bench_fleet.py``): this widget is the slow one of the book.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 
 import numpy as np
@@ -34,7 +44,20 @@ def _model() -> autoscaling.ReplicaModel:
     return autoscaling.replica_model(_replica())
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=2)
+def _workload(day: str):
+    """The day's requests (seed :data:`SEED`): the same for every setting of the controls."""
+    return autoscaling.day_workload(day, seed=SEED)
+
+
+@lru_cache(maxsize=8)
+def _policy(policy: str, day: str):
+    """The named policy as :func:`~vidya_lab.autoscaling.simulate_day` makes it, with no lead
+    (:func:`compute_view` gives it the cold start as its lead)."""
+    return autoscaling.make_policy(policy, _model(), day=day, lead_s=0.0, seed=SEED)
+
+
+@lru_cache(maxsize=64)
 def compute_view(policy: str = "reactive", day: str = "exam",
                  provision_s: float = DEFAULTS.provision_s,
                  storage_gb_per_s: float = DEFAULTS.storage_bytes_per_s / 1e9,
@@ -51,8 +74,12 @@ def compute_view(policy: str = "reactive", day: str = "exam",
                                  storage_bytes_per_s=float(storage_gb_per_s) * 1e9,
                                  registry_bytes_per_s=float(registry_mb_per_s) * 1e6,
                                  engine_start_s=float(engine_start_s))
-    d = autoscaling.simulate_day(_replica(), day=day, policy=policy, cold_start=cold, seed=SEED,
-                                 dt_s=DT_S, headroom=int(headroom), model=_model())
+    pol = _policy(policy, day)
+    if policy != "reactive":  # scheduled and predictive start replicas one cold start early
+        pol = replace(pol, lead_s=cold.total_s(_replica()))
+    d = autoscaling.simulate_day(_replica(), day=day, policy=pol, cold_start=cold, seed=SEED,
+                                 dt_s=DT_S, headroom=int(headroom), model=_model(),
+                                 workload=_workload(day))
     s = d["summary"]
     series = d["run"].series
     t = series["t_s"]
@@ -66,41 +93,102 @@ def compute_view(policy: str = "reactive", day: str = "exam",
             "gpu_hours": s["gpu_hours"], "cost_usd": s["cost"], "max_replicas": s["max_replicas"]}
 
 
-def draw(view: dict, fig: Figure | None = None) -> Figure:
+class _Plot:
+    """Replicas against demand over the day (top) and attainment by hour (bottom), made once;
+    an update replaces the curves' data, the bars' heights and colours, and the limits.
+
+    ``show_titles=False`` is the widget's figure: no title (:func:`build` shows
+    :func:`summary_html` under it), the legend above the top panel, and :attr:`frames` to draw only
+    what moves.
+    """
+
+    def __init__(self, show_titles: bool = True) -> None:
+        from matplotlib.ticker import MaxNLocator
+
+        self.show_titles = show_titles
+        self.fig = Figure(figsize=(9.5, 5.2))
+        self.ax1, self.ax2 = self.fig.subplots(2, 1, sharex=True,
+                                               gridspec_kw={"height_ratios": [2, 1]})
+        ax1, ax2 = self.ax1, self.ax2
+        (self.demand,) = ax1.plot([], [], color="#999", lw=1.5)
+        (self.billed,) = ax1.plot([], [], drawstyle="steps-post", color="#c83", lw=1.2)
+        (self.serving,) = ax1.plot([], [], drawstyle="steps-post", color="#246", lw=1.8)
+        labels = ["replicas the load needs (at the target utilisation)",
+                  "replicas billed (starting, serving, draining)", "replicas serving"]
+        handles = [self.demand, self.billed, self.serving]
+        if show_titles:
+            ax1.legend(handles, labels, loc="upper left", fontsize=8)
+        else:  # above the panel: the frames draw the curves after (over) the legend
+            ax1.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2,
+                       fontsize=8, frameon=False)
+        ax1.set_ylabel("replicas")
+        ax1.yaxis.set_major_locator(MaxNLocator(6, integer=True))
+        hours = np.arange(24)
+        self.bars = ax2.bar(hours + 0.5, np.zeros(24), width=0.8, color="#6a6").patches
+        self.target = ax2.axhline(TANVI.attainment_target, color="black", ls="--", lw=1)
+        ax2.set_ylabel("attainment")
+        ax2.set_xlabel("hour of the day")
+        ax2.yaxis.set_major_locator(MaxNLocator(4))
+        ax2.set_xlim(0, 24)
+        ax2.set_xticks(range(0, 25, 3))
+        self.title = self.fig.suptitle("", fontsize=10)
+        self.fig.subplots_adjust(left=0.07, right=0.98, bottom=0.1, hspace=0.08,
+                                 top=0.91 if show_titles else 0.9)
+        self._frames = None
+
+    @property
+    def frames(self):
+        """The widget's :class:`~vidya_lab.widgets._blit.Frames` (legend and x axis drawn once)."""
+        if self._frames is None:
+            from vidya_lab.widgets._blit import Frames
+
+            self._frames = Frames(self.fig, [self.ax1.yaxis, self.demand, self.billed,
+                                             self.serving, self.ax2.yaxis, *self.bars,
+                                             self.target], dpi=72)
+        return self._frames
+
+    def png(self, view: dict) -> bytes:
+        """The widget's frame for ``view``, PNG bytes."""
+        self.update(view)
+        return self.frames.png()
+
+    def update(self, view: dict) -> Figure:
+        self.demand.set_data(view["t_h"], view["demand"])
+        self.billed.set_data(view["t_h"], view["billed"])
+        self.serving.set_data(view["t_h"], view["serving"])
+        top = max(float(np.max(view["billed"])), float(np.max(view["demand"])), 1.0)
+        self.ax1.set_ylim(-0.03 * top, top * 1.06)
+        att = np.array([np.nan if x is None else x for x in view["per_hour_attainment"][:24]])
+        for bar, x in zip(self.bars, att, strict=True):
+            bar.set_height(0.0 if np.isnan(x) else x)
+            bar.set_color("#c33" if np.nan_to_num(x, nan=1.0) < TANVI.attainment_target else "#6a6")
+        low = float(np.nanmin(att)) if np.any(~np.isnan(att)) else 0.9
+        self.ax2.set_ylim(min(low, TANVI.attainment_target) - 0.01, 1.0005)
+        self.title.set_text(caption(view) if self.show_titles else "")
+        return self.fig
+
+
+def caption(view: dict) -> str:
+    """The figure's title: the day, the policy, the cold start, attainment and the bill."""
+    return (f"{view['day']} day, {view['policy']}, N+{view['headroom']}: cold start "
+            f"{view['cold_start_s'] / 60:.1f} min; attainment {view['attainment']:.2%} "
+            f"(rush {view['rush_attainment']:.2%}); {view['gpu_hours']:,.0f} GPU-hours = "
+            f"${view['cost_usd']:,.0f}")
+
+
+def summary_html(view: dict) -> str:
+    """The figure's title as a line of HTML under the widget's figure."""
+    return f"<p>{caption(view)}.</p>"
+
+
+def draw(view: dict) -> Figure:
     """Replicas against demand over the day, attainment by hour; the bill in the title."""
-    fig = fig or Figure(figsize=(9.5, 5.2))
-    fig.clear()
-    ax1, ax2 = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [2, 1]})
-    ax1.plot(view["t_h"], view["demand"], color="#999", lw=1.5,
-             label="replicas the load needs (at the target utilisation)")
-    ax1.step(view["t_h"], view["billed"], where="post", color="#c83", lw=1.2,
-             label="replicas billed (starting, serving, draining)")
-    ax1.step(view["t_h"], view["serving"], where="post", color="#246", lw=1.8,
-             label="replicas serving")
-    ax1.set_ylabel("replicas")
-    ax1.legend(loc="upper left", fontsize=8)
-    hours = np.arange(24)
-    att = np.array([np.nan if x is None else x for x in view["per_hour_attainment"][:24]])
-    colors = ["#c33" if x < TANVI.attainment_target else "#6a6" for x in np.nan_to_num(att, nan=1)]
-    ax2.bar(hours + 0.5, np.nan_to_num(att, nan=0.0), width=0.8, color=colors)
-    ax2.axhline(TANVI.attainment_target, color="black", ls="--", lw=1)
-    low = float(np.nanmin(att)) if np.any(~np.isnan(att)) else 0.9
-    ax2.set_ylim(min(low, TANVI.attainment_target) - 0.01, 1.0005)
-    ax2.set_ylabel("attainment")
-    ax2.set_xlabel("hour of the day")
-    ax2.set_xlim(0, 24)
-    fig.suptitle(f"{view['day']} day, {view['policy']}, N+{view['headroom']}: cold start "
-                 f"{view['cold_start_s'] / 60:.1f} min; attainment {view['attainment']:.2%} "
-                 f"(rush {view['rush_attainment']:.2%}); {view['gpu_hours']:,.0f} GPU-hours = "
-                 f"${view['cost_usd']:,.0f}", fontsize=10)
-    fig.tight_layout()
-    return fig
+    return _Plot().update(view)
 
 
 def build():
     """The widget: policy, day, cold-start parts and headroom; the figure below."""
     import ipywidgets as widgets
-    from IPython.display import display
 
     style = {"description_width": "14em"}
     layout = widgets.Layout(width="36em")
@@ -120,17 +208,18 @@ def build():
                                  description="engine start (s)", style=style, layout=layout)
     head = widgets.IntSlider(value=0, min=0, max=5, description="headroom (N+k)", style=style,
                              layout=layout)
-    out = widgets.Output()
+    out = widgets.Image(format="png")  # the figure: one PNG, replaced on every change
+    text = widgets.HTML()
     controls = (policy, day, prov, storage, registry, engine, head)
+    plot = _Plot(show_titles=False)  # the title goes in the HTML
 
     def update(_change=None):
-        fig = draw(compute_view(policy.value, day.value, prov.value, storage.value,
-                                registry.value, engine.value, head.value))
-        out.clear_output(wait=True)
-        with out:
-            display(fig)
+        view = compute_view(policy.value, day.value, prov.value, storage.value, registry.value,
+                            engine.value, head.value)
+        out.value = plot.png(view)
+        text.value = summary_html(view)
 
     for w in controls:
         w.observe(update, names="value")
     update()
-    return widgets.VBox([*controls, out])
+    return widgets.VBox([*controls, out, text])
