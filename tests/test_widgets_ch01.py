@@ -35,6 +35,7 @@ def test_draw_and_build():
     sliders = box.children[:3]
     sliders[2].value = 2.0  # the observer redraws without error
     assert sliders[0].value == 2.0 and len(box.children) == 5
+    assert box.children[3].layout.width == f"{9 * 80}px"  # 9 inches at 80 dpi, not stretched
 
 
 @pytest.mark.parametrize("position, value", [(0, 5.0), (1, 0.03), (2, 2.0)])

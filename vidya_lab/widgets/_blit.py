@@ -38,6 +38,11 @@ class Frames:
             artist.set_animated(True)  # left out of canvas.draw(): the background
         self._backgrounds: dict = {}
 
+    @property
+    def width_px(self) -> int:
+        """Width of a frame, pixels (show it at this width: a stretched PNG blurs its text)."""
+        return int(self.canvas.get_width_height()[0])
+
     def png(self, key: Hashable = None) -> bytes:
         """One frame as PNG bytes; ``key`` names the background (draw it once per distinct key,
         after setting the visibility of the unchanging artists for that key)."""

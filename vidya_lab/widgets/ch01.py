@@ -176,9 +176,11 @@ def build():
     rate = widgets.FloatSlider(value=1.2, min=RATE_RANGE_PER_S[0], max=RATE_RANGE_PER_S[1],
                                step=0.1, description="load (requests/s)", style=style,
                                layout=layout)
-    out = widgets.Image(format="png")  # the figure: one PNG, replaced on every change
     text = widgets.HTML()
     plot = _Plot(show_titles=False)  # title and marker values go in the HTML
+    # the figure: one PNG, replaced on every change, shown at its own width (not stretched)
+    out = widgets.Image(format="png", layout=widgets.Layout(
+        width=f"{plot.frames.width_px}px", max_width="100%"))
 
     def update(_change=None):
         view = compute_view(ttft.value, tpot.value, rate.value)

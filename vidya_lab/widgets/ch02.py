@@ -281,10 +281,12 @@ def build():
                                 description="context (tokens)", style=style, layout=layout)
     batch = widgets.IntSlider(value=32, min=BATCH_RANGE[0], max=BATCH_RANGE[1],
                               description="batch", style=style, layout=layout)
-    out = widgets.Image(format="png")  # the figure: one PNG, replaced on every change
     text = widgets.HTML()
     controls = (model, gpu, tp, precision, context, batch)
     plot = _Plot(show_titles=False)  # titles go in the HTML: matplotlib text is most of a redraw
+    # the figure: one PNG, replaced on every change, shown at its own width (not stretched)
+    out = widgets.Image(format="png", layout=widgets.Layout(
+        width=f"{plot.frames.width_px}px", max_width="100%"))
 
     def update(_change=None):
         view = compute_view(model.value, gpu.value, tp.value, precision.value, context.value,

@@ -155,9 +155,11 @@ def build():
     subjects = widgets.IntSlider(value=TANVI.subjects, min=SUBJECTS_RANGE[0], max=SUBJECTS_RANGE[1],
                                  description="subjects", style=style, layout=layout,
                                  continuous_update=False)
-    out = widgets.Image(format="png")  # the figure: one PNG, replaced on every change
     text = widgets.HTML()
     plot = _Plot(show_titles=False)  # titles go in the HTML: matplotlib text is most of a redraw
+    # the figure: one PNG, replaced on every change, shown at its own width (not stretched)
+    out = widgets.Image(format="png", layout=widgets.Layout(
+        width=f"{plot.frames.width_px}px", max_width="100%"))
 
     def update(_change=None):
         view = compute_view(prefix.value, unique.value, cache.value, subjects.value)

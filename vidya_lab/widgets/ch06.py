@@ -210,10 +210,12 @@ def build():
                                  description="engine start (s)", style=style, layout=layout)
     head = widgets.IntSlider(value=0, min=0, max=5, description="headroom (N+k)", style=style,
                              layout=layout)
-    out = widgets.Image(format="png")  # the figure: one PNG, replaced on every change
     text = widgets.HTML()
     controls = (policy, day, prov, storage, registry, engine, head)
     plot = _Plot(show_titles=False)  # the title goes in the HTML
+    # the figure: one PNG, replaced on every change, shown at its own width (not stretched)
+    out = widgets.Image(format="png", layout=widgets.Layout(
+        width=f"{plot.frames.width_px}px", max_width="100%"))
 
     def update(_change=None):
         view = compute_view(policy.value, day.value, prov.value, storage.value, registry.value,
