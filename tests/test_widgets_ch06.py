@@ -46,6 +46,3 @@ def test_draw_and_build():
     assert image.value != before_png and text.value != before_text
     view = ch06.compute_view(*(c.value for c in box.children[:7]))
     assert text.value == ch06.summary_html(view) and "cold start" in text.value
-    before_png = image.value
-    box.children[6].value = 2  # headroom
-    assert image.value != before_png and "N+2" in text.value
