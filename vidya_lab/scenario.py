@@ -68,6 +68,24 @@ class Scenario:
         "tightened on TPOT to 100 ms so an answer streams at least as fast as a student reads.",
     ))
 
+    def __post_init__(self) -> None:
+        from vidya_lab import _validate as v
+
+        for name in ("syllabus_prompt_tokens", "subject_prompt_tokens", "question_tokens_mean",
+                     "answer_tokens_mean", "question_tokens_p50", "answer_tokens_p50",
+                     "answer_tokens_max", "subjects", "upload_tokens"):
+            v.check_int(name, getattr(self, name), minimum=1 if name != "subject_prompt_tokens" else 0)
+        for name in ("normal_peak_rps", "exam_multiplier", "ttft_target_s", "tpot_target_s"):
+            v.check_real(name, getattr(self, name), minimum=0.0, min_inclusive=False)
+        v.check_real("network_s", self.network_s, minimum=0.0)
+        v.check_real("observed_scale_up_s", self.observed_scale_up_s, minimum=0.0)
+        v.check_int("rush_hour", self.rush_hour, minimum=0, maximum=23)
+        v.check_real("slo_percentile", self.slo_percentile, minimum=0.0, maximum=100.0,
+                     min_inclusive=False)
+        v.check_fraction("attainment_target", self.attainment_target, allow_zero=False)
+        if not self.candidate_gpu_ids:
+            raise ValueError("candidate_gpu_ids must name at least one GPU type")
+
     @property
     def exam_peak_rps(self) -> float:
         """Request rate at the exam-season peak, requests/s."""
