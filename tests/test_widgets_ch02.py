@@ -57,6 +57,7 @@ def test_impossible_choices_explain_themselves(args, text):
 def test_draw_and_build():
     fig = ch02.draw(ch02.compute_view())
     assert len(fig.axes) == 3  # memory bar, TPOT, tokens/s twin
+    assert ch02.draw(ch02.compute_view(batch=8), fig) is fig and len(fig.axes) == 3  # redrawn
     box = ch02.build()
     controls = box.children[:6]
     controls[1].value = "h200"  # the observer redraws without error

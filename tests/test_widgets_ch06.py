@@ -38,6 +38,8 @@ def test_kept_workload_and_policy_give_simulate_days_own_day():
 def test_draw_and_build():
     fig = ch06.draw(ch06.compute_view("scheduled", "normal"))
     assert len(fig.axes) == 2 and "GPU-hours" in fig.texts[0].get_text()
+    assert ch06.draw(ch06.compute_view("reactive", "normal"), fig) is fig  # redrawn into it
+    assert len(fig.axes) == 2 and "reactive" in fig.texts[0].get_text()
     box = ch06.build()
     image, text = box.children[7], box.children[8]
     assert len(box.children) == 9 and image.value[:8] == b"\x89PNG\r\n\x1a\n"

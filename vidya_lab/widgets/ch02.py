@@ -80,11 +80,12 @@ class _Plot:
     redraw's time), the right panel's legend above it, and :attr:`frames` to draw only what moves.
     """
 
-    def __init__(self, show_titles: bool = True) -> None:
+    def __init__(self, show_titles: bool = True, fig: Figure | None = None) -> None:
         from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullLocator
 
         self.show_titles = show_titles
-        self.fig = Figure(figsize=(9.5, 3.6))
+        self.fig = Figure(figsize=(9.5, 3.6)) if fig is None else fig
+        self.fig.clear()
         gs = self.fig.add_gridspec(1, 2, width_ratios=[1.15, 2.4], left=0.07, right=0.92,
                                    bottom=0.14, top=0.9 if show_titles else 0.86, wspace=0.2)
         self.ax_mem = self.fig.add_subplot(gs[0])
@@ -221,12 +222,9 @@ def summary_html(view: dict) -> str:
 
 
 def draw(view: dict, fig: Figure | None = None) -> Figure:
-    """Left: one GPU's memory as a stacked bar. Right: TPOT and tokens/s against batch.
-
-    ``fig`` is ignored when given (kept for callers of the old signature): the figure is a
-    :class:`_Plot`, whose artists :func:`build` updates in place on every control change.
-    """
-    return _Plot().update(view)
+    """Left: one GPU's memory as a stacked bar. Right: TPOT and tokens/s against batch (drawn into
+    ``fig`` when given, cleared first)."""
+    return _Plot(fig=fig).update(view)
 
 
 def draw_memory_bars(replicas, context_tokens: int, labels=None, fig: Figure | None = None) -> Figure:

@@ -104,11 +104,12 @@ class _Plot:
     what moves.
     """
 
-    def __init__(self, show_titles: bool = True) -> None:
+    def __init__(self, show_titles: bool = True, fig: Figure | None = None) -> None:
         from matplotlib.ticker import MaxNLocator
 
         self.show_titles = show_titles
-        self.fig = Figure(figsize=(9.5, 5.2))
+        self.fig = Figure(figsize=(9.5, 5.2)) if fig is None else fig
+        self.fig.clear()
         self.ax1, self.ax2 = self.fig.subplots(2, 1, sharex=True,
                                                gridspec_kw={"height_ratios": [2, 1]})
         ax1, ax2 = self.ax1, self.ax2
@@ -183,9 +184,10 @@ def summary_html(view: dict) -> str:
     return f"<p>{caption(view)}.</p>"
 
 
-def draw(view: dict) -> Figure:
-    """Replicas against demand over the day, attainment by hour; the bill in the title."""
-    return _Plot().update(view)
+def draw(view: dict, fig: Figure | None = None) -> Figure:
+    """Replicas against demand over the day, attainment by hour; the bill in the title (drawn into
+    ``fig`` when given, cleared first)."""
+    return _Plot(fig=fig).update(view)
 
 
 def build():
