@@ -140,19 +140,33 @@ def test_check_prints_and_returns_nothing(monkeypatch, capsys):
     assert "❌" in capsys.readouterr().out
 
 
-def test_every_registered_exercise_has_a_computable_answer():
-    ids = set()
-    for ex in core.all_exercises():
-        assert ex.id not in ids, f"duplicate exercise id {ex.id}"
-        ids.add(ex.id)
-        value = ex.expected_value()
-        if ex.kind == "function":
-            assert callable(value) and ex.cases, ex.id
-            assert judge(ex, value).right, ex.id
-        elif ex.kind in ("number", "integer"):
-            assert math.isfinite(float(value)), ex.id
-            assert judge(ex, value).right, ex.id
-        for mistake in ex.mistakes:
-            wrong = mistake.value()
-            assert not judge(ex, wrong).right, f"{ex.id}: a listed mistake is accepted as right"
-            assert judge(ex, wrong).message == mistake.hint, f"{ex.id}: mistake hint shadowed"
+#: Exercises each chapter must have at least (the chapter issues), each with this many mistakes.
+MIN_EXERCISES = {1: 4, 2: 5, 3: 4, 4: 4, 5: 4, 6: 4}
+MIN_MISTAKES = 2
+
+
+@pytest.mark.parametrize("chapter", sorted(MIN_EXERCISES))
+def test_every_chapter_has_its_exercises_numbered_in_order(chapter):
+    exercises = core.chapter_exercises(chapter)
+    assert len(exercises) >= MIN_EXERCISES[chapter]
+    assert [ex.id for ex in exercises] == [f"{chapter}.{i}" for i in range(1, len(exercises) + 1)]
+    assert all(len(ex.mistakes) >= MIN_MISTAKES for ex in exercises), chapter
+
+
+@pytest.mark.parametrize("ex", core.all_exercises(), ids=lambda e: e.id)
+def test_right_answer_passes_and_every_mistake_gets_its_own_hint(ex):
+    value = ex.expected_value()
+    if ex.kind == "function":
+        assert callable(value) and ex.cases, ex.id
+    elif ex.kind in ("number", "integer"):
+        assert math.isfinite(float(value)), ex.id
+    assert judge(ex, value).right, ex.id
+    for mistake in ex.mistakes:
+        verdict = judge(ex, mistake.value())
+        assert verdict.status == "wrong", f"{ex.id}: a listed mistake is accepted as right"
+        assert verdict.message == mistake.hint, f"{ex.id}: mistake hint shadowed"
+
+
+def test_exercise_ids_are_unique():
+    ids = [ex.id for ex in core.all_exercises()]
+    assert len(ids) == len(set(ids))
