@@ -76,6 +76,21 @@ def rows_from_mapping(results: dict) -> list[dict]:
     return rows
 
 
+def record_figures(benchmark: str, figures: dict, goals=()) -> Path:
+    """Record a benchmark's ``main()`` figures with their goals; the one way every script records.
+
+    goals: ``(figure prefix, op, limit, unit)`` with op ``"<"`` or ``">="``: each row whose figure
+    starts with the prefix and has that unit gets ``goal`` ("< 5 us/call") and ``met``.
+    """
+    rows = rows_from_mapping(figures)
+    for row in rows:
+        for prefix, op, limit, unit in goals:
+            if row["figure"].startswith(prefix) and row["unit"] == unit:
+                row["goal"] = f"{op} {limit:g} {unit}"
+                row["met"] = bool(row["value"] < limit if op == "<" else row["value"] >= limit)
+    return record(benchmark, f"python benchmarks/{benchmark}.py --record", rows)
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python benchmarks/_record.py BENCH_MODULE   (e.g. bench_cost_model)",

@@ -82,11 +82,6 @@ if __name__ == "__main__":
     figures = main()
     if "--record" in sys.argv[1:]:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from _record import record, rows_from_mapping
+        from _record import record_figures
 
-        rows = rows_from_mapping(figures)
-        for row in rows:
-            if row["figure"].startswith("cache admit+release"):
-                row["goal"] = f">= {GOAL_BLOCKS_PER_S:.0e} blocks/s"
-                row["met"] = bool(row["value"] >= GOAL_BLOCKS_PER_S)
-        print("recorded", record("bench_cache", "python benchmarks/bench_cache.py --record", rows))
+        print("recorded", record_figures("bench_cache", figures, [("cache admit+release", ">=", GOAL_BLOCKS_PER_S, "blocks/s")]))

@@ -47,22 +47,15 @@ def main() -> dict:
     return results
 
 
-#: Goals of issue 4: (figure prefix, limit, unit).
-GOALS = (("step_time_s", 5.0, "us/call"), ("iteration_time_s", 20.0, "us/call"),
-         ("estimate", 1.0, "ms/call"))
+#: Goals of issue 4: (figure prefix, op, limit, unit).
+GOALS = (("step_time_s", "<", 5.0, "us/call"), ("iteration_time_s", "<", 20.0, "us/call"),
+         ("estimate", "<", 1.0, "ms/call"))
 
 
 if __name__ == "__main__":
     figures = main()
     if "--record" in sys.argv[1:]:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from _record import record, rows_from_mapping
+        from _record import record_figures
 
-        rows = rows_from_mapping(figures)
-        for row in rows:
-            for prefix, limit, unit in GOALS:
-                if row["figure"].startswith(prefix) and row["unit"] == unit:
-                    row["goal"] = f"< {limit:g} {unit}"
-                    row["met"] = bool(row["value"] < limit)
-        print("recorded", record("bench_cost_model", "python benchmarks/bench_cost_model.py --record",
-                                 rows))
+        print("recorded", record_figures("bench_cost_model", figures, GOALS))

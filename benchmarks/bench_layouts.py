@@ -47,22 +47,15 @@ def main() -> dict:
     return results
 
 
-#: Goals: (figure prefix, limit, unit).
-GOALS = (("search_layouts", 100.0, "ms/call"), ("slowest search_layouts", 100.0, "ms/call"),
-         ("evaluate_layout", 5.0, "ms/call"))
+#: Goals: (figure prefix, op, limit, unit).
+GOALS = (("search_layouts", "<", 100.0, "ms/call"), ("slowest search_layouts", "<", 100.0, "ms/call"),
+         ("evaluate_layout", "<", 5.0, "ms/call"))
 
 
 if __name__ == "__main__":
     figures = main()
     if "--record" in sys.argv[1:]:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from _record import record, rows_from_mapping
+        from _record import record_figures
 
-        rows = rows_from_mapping(figures)
-        for row in rows:
-            for prefix, limit, unit in GOALS:
-                if row["figure"].startswith(prefix) and row["unit"] == unit:
-                    row["goal"] = f"< {limit:g} {unit}"
-                    row["met"] = bool(row["value"] < limit)
-        print("recorded", record("bench_layouts", "python benchmarks/bench_layouts.py --record",
-                                 rows))
+        print("recorded", record_figures("bench_layouts", figures, GOALS))

@@ -40,11 +40,6 @@ if __name__ == "__main__":
     figures = main()
     if "--record" in sys.argv[1:]:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from _record import record, rows_from_mapping
+        from _record import record_figures
 
-        rows = rows_from_mapping(figures)
-        for row in rows:
-            if row["figure"].startswith("whole default plan"):
-                row["goal"] = "< 60 s"
-                row["met"] = bool(row["value"] < 60.0)
-        print("recorded", record("bench_plan", "python benchmarks/bench_plan.py --record", rows))
+        print("recorded", record_figures("bench_plan", figures, [("whole default plan", "<", 60.0, "s")]))
