@@ -73,6 +73,22 @@ The autoscaler ticks every ``interval_s`` and asks its policy for a replica coun
 Every replica that is not ``off`` is billed from the moment it is asked for (a cloud bills a node
 from boot), and so is every node of a warm pool: GPU-hours × the catalog price.
 
+3b. The fluid fleet (:func:`simulate_fluid`): the chapter 6 widget's fidelity
+-----------------------------------------------------------------------------
+A third, cheaper fidelity, for a widget that must answer a control change in well under 100 ms:
+no requests at all. Each autoscaler tick, the day's curve gives the expected arrivals; the serving
+replicas serve up to their coarse model's highest steady rate each and the rest waits in one fluid
+queue; the replicas start, serve, drain and are billed under the same autoscaler rule and policy
+objects as :func:`simulate_fleet` (:class:`_Controller`); and a tick's attainment is one
+replica's steady attainment at the tick's per-replica load (:func:`fluid_curve`, measured once by
+the coarse simulator on one replica), zeroed when the queue's wait pushes TTFT past its target.
+It leaves out Poisson noise, failures and the router. On Tanvi's normal and exam days, for each
+policy, it lands within about one replica of :func:`simulate_fleet` hour by hour, within 7 % on
+GPU-hours (reactive, whose noisier rate in the simulation scales up a little more often; under
+1 % for scheduled and predictive) and within half a point of rush attainment (2.5 points with a
+20-minute cold start); ``tests/test_autoscaling.py`` asserts those bounds. The chapter's printed
+numbers come from :func:`simulate_fleet`.
+
 4. Reading a day
 ----------------
 :func:`simulate_day` is the one-call entry point (also for the capstone planner): a replica, a day
@@ -130,6 +146,9 @@ __all__ = [
     "FleetRun",
     "simulate_fleet",
     "simulate_day",
+    "simulate_fluid",
+    "FluidRun",
+    "fluid_curve",
     "summary",
     "hourly",
     "rush_attainment",
@@ -899,6 +918,44 @@ def _route(new_n: int, loads: np.ndarray, serving: np.ndarray, router: str, rr: 
     return serving[who[order]], rr
 
 
+class _Controller:
+    """The autoscaler's decision at a tick, shared by :func:`simulate_fleet` and
+    :func:`simulate_fluid` (one rule, two fleet models): the policy's count plus the headroom,
+    within the fleet's bounds; for :class:`Reactive`, its scale-up cooldown and scale-down
+    stabilisation window."""
+
+    def __init__(self, fleet: Fleet, policy, init: int) -> None:
+        self.fleet, self.policy = fleet, policy
+        self.last_up = -np.inf
+        self.window: list[tuple[float, int]] = [(0.0, init)]  # the starting fleet counts as wanted
+
+    def clip(self, x: int) -> int:
+        return int(min(max(x + self.fleet.headroom, self.fleet.min_replicas),
+                       self.fleet.max_replicas))
+
+    def want(self, t0: float, n_serv: int, current: int, act: int = 0, queued: int = 0,
+             kv: float = 0.0, rate: float = 0.0) -> int:
+        """Replicas (serving + starting) wanted at ``t0``; ``current`` is serving + starting now.
+        ``act``, ``queued``, ``kv`` and ``rate``: see :meth:`Reactive.raw_desired`."""
+        policy = self.policy
+        if not isinstance(policy, Reactive):
+            return self.clip(policy.desired_at(t0))
+        raw = policy.raw_desired(n_serv, act, queued, kv, rate, self.fleet.model)
+        window = self.window
+        window.append((t0, raw))
+        while window and window[0][0] < t0 - policy.scale_down_window_s:
+            window.pop(0)
+        want = self.clip(raw)
+        if want > current:
+            if t0 - self.last_up < policy.scale_up_cooldown_s:
+                want = current
+            else:
+                self.last_up = t0
+        elif want < current:
+            want = max(want, self.clip(max(x for _, x in window)))
+        return want
+
+
 def simulate_fleet(workload: Workload, fleet: Fleet, policy, *, seed: int = 0, dt_s: float = 1.0,
                    horizon_s: float | None = None, initial_replicas: int | None = None,
                    drain_limit_s: float = 3600.0) -> FleetRun:
@@ -993,9 +1050,7 @@ def simulate_fleet(workload: Workload, fleet: Fleet, policy, *, seed: int = 0, d
     state[:init] = SERVING
     ready_at[:init] = 0.0
 
-    # reactive controller state
-    last_up = -np.inf
-    window: list[tuple[float, int]] = [(0.0, init)]  # the fleet it starts with counts as wanted
+    ctrl = _Controller(fleet, policy, init)
     next_tick = 0.0
     fail_times = list(fleet.failures_at_s)
 
@@ -1084,20 +1139,9 @@ def simulate_fleet(workload: Workload, fleet: Fleet, policy, *, seed: int = 0, d
                 w0 = int(np.searchsorted(a, t0 - policy.rate_window_s, side="left"))
                 rate = (int(np.searchsorted(a, t0, side="left")) - w0) / min(
                     policy.rate_window_s, max(t0, dt))
-                raw = policy.raw_desired(n_serv, act, queued, kv, rate, model)
-                window.append((t0, raw))
-                while window and window[0][0] < t0 - policy.scale_down_window_s:
-                    window.pop(0)
-                want = clip_count(raw)
-                if want > current:
-                    if t0 - last_up < policy.scale_up_cooldown_s:
-                        want = current
-                    else:
-                        last_up = t0
-                elif want < current:
-                    want = max(want, clip_count(max(x for _, x in window)))
+                want = ctrl.want(t0, n_serv, current, act, queued, kv, rate)
             else:
-                want = clip_count(policy.desired_at(t0))
+                want = ctrl.want(t0, n_serv, current)
             if want > current:
                 off = np.flatnonzero(state == OFF)[:want - current]
                 for r_ in off:
@@ -1296,6 +1340,280 @@ def simulate_fleet(workload: Workload, fleet: Fleet, policy, *, seed: int = 0, d
                     horizon, fleet, policy)
 
 
+# ----------------------------------------------------------------------------- 3b. the fluid fleet
+
+#: Per-replica loads (÷ :meth:`ReplicaModel.capacity_rps`) at which :func:`fluid_curve` measures
+#: one replica, and the seconds of steady load it simulates at each.
+FLUID_CURVE_UTILISATIONS = tuple(np.round(np.arange(0.0, 1.2001, 0.05), 2))
+FLUID_CURVE_S = 1800.0
+
+
+@functools.lru_cache(maxsize=8)
+def fluid_curve(model: ReplicaModel, ttft_target_s: float = TANVI.ttft_target_s,
+                tpot_target_s: float = TANVI.tpot_target_s) -> dict:
+    """One replica's behaviour against its steady load, the tables :func:`simulate_fluid` reads.
+
+    ``max_rate_per_s``: the largest steady rate the coarse model keeps up with (its
+    :meth:`~ReplicaModel.steady_state` exists), requests/s. For each load ``u`` in
+    :data:`FLUID_CURVE_UTILISATIONS` (rate ``u × capacity_rps``): ``attainment[u]``, the share of
+    requests within both targets when :func:`simulate_fleet` runs one replica under
+    :data:`FLUID_CURVE_S` seconds of steady Poisson arrivals (seed 0, 15 s step; the fluid model's
+    one random input, measured once per replica model), and ``batch[u]`` and ``ttft_s[u]``, the
+    steady state's mean batch (sequences) and mean TTFT (seconds; at loads it cannot keep up with,
+    the last ones it can). Returns those arrays with ``utilisation``.
+    """
+    cap = model.capacity_rps()
+    lo, hi = cap, 4.0 * cap
+    for _ in range(50):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if model.steady_state(mid) is not None else (lo, mid)
+    u = np.array(FLUID_CURVE_UTILISATIONS, dtype=float)
+    target = slo.SLO(ttft_s=ttft_target_s, tpot_s=tpot_target_s)
+    att, batch, ttft = np.ones(u.size), np.zeros(u.size), np.full(u.size, model.overhead_s)
+    fleet = Fleet(model, min_replicas=1, max_replicas=1)
+    for i, x in enumerate(u):
+        st = model.steady_state(min(x * cap, lo))
+        batch[i], ttft[i] = st["batch"], st["ttft_s"]
+        if x > 0.0:
+            prof = DiurnalProfile(hours=(0.0, 12.0), relative=(1.0, 1.0), peak_rate_per_s=x * cap)
+            run = simulate_fleet(day_workload(prof, seed=0, duration_s=FLUID_CURVE_S), fleet,
+                                 Scheduled((1,) * 24), dt_s=15.0, initial_replicas=1)
+            att[i] = float(np.mean(run.meets(target)))
+    return {"utilisation": u, "attainment": att, "batch": batch, "ttft_s": ttft,
+            "max_rate_per_s": lo}
+
+
+@dataclass(frozen=True, eq=False)
+class FluidRun:
+    """What :func:`simulate_fluid` found: the fleet tick by tick, with no request of its own.
+
+    Attributes
+    ----------
+    series : per tick arrays: ``t_s`` (tick start, seconds), ``serving``, ``starting``,
+        ``draining``, ``pool``, ``billed`` (replicas), ``arrivals`` (expected requests arriving in
+        the tick), ``waiting`` (the fluid queue at the tick's end, requests), ``rejected``
+        (requests turned away in the tick), ``utilisation`` (served rate ÷ (serving ×
+        capacity_rps)) and ``attainment`` (0..1, the share of the tick's arrivals within the SLO).
+    gpu_hours, cost_usd : the bill, GPU-hours and USD.
+    start_s, dt_s, horizon_s : replica start time (no pool), tick and end of the window, seconds.
+    fleet, policy : the inputs.
+    """
+
+    series: dict
+    gpu_hours: float
+    cost_usd: float
+    start_s: float
+    dt_s: float
+    horizon_s: float
+    fleet: Fleet
+    policy: object
+
+    def _share(self, sel: np.ndarray) -> float | None:
+        arr = self.series["arrivals"][sel]
+        total = float(arr.sum())
+        return float(np.sum(arr * self.series["attainment"][sel]) / total) if total > 0 else None
+
+    def hourly(self) -> list[dict]:
+        """Per hour of the window: ``hour``, ``arrived`` (expected requests), ``attainment``
+        (``None`` if nothing arrived), ``replicas_mean`` (serving, time average),
+        ``replicas_max`` (serving + starting + draining) and ``gpu_hours``."""
+        s = self.series
+        nh = max(1, int(math.ceil(self.horizon_s / SECONDS_PER_HOUR)))
+        sh = np.minimum(_hour_index(s["t_s"]), nh - 1)
+        size = s["serving"] + s["starting"] + s["draining"]
+        per_gpu = self.dt_s / SECONDS_PER_HOUR * self.fleet.model.replica.n_gpus
+        out = []
+        for h in range(nh):
+            sel = sh == h
+            out.append({"hour": h, "arrived": float(s["arrivals"][sel].sum()),
+                        "attainment": self._share(sel) if s["arrivals"][sel].sum() > 0 else None,
+                        "replicas_mean": float(s["serving"][sel].mean()) if sel.any() else 0.0,
+                        "replicas_max": int(size[sel].max()) if sel.any() else 0,
+                        "gpu_hours": float(s["billed"][sel].sum() * per_gpu)})
+        return out
+
+    def rush_attainment(self, hours: tuple[float, float] = RUSH_HOURS) -> float | None:
+        """Attainment (0..1) of the arrivals in the morning rush (hours of the day)."""
+        hod = np.mod(self.series["t_s"] / SECONDS_PER_HOUR, 24.0)
+        return self._share((hod >= hours[0]) & (hod < hours[1]))
+
+    def summary(self) -> dict:
+        """The keys of :func:`summary` that a fluid fleet has: ``arrived`` and ``rejected``
+        (expected requests), ``attainment``, ``rush_attainment``, ``gpu_hours``, ``cost``,
+        ``max_replicas``, ``cold_start_s``, ``per_hour_attainment``, ``replicas_by_hour``."""
+        s = self.series
+        hrs = self.hourly()
+        size = s["serving"] + s["starting"] + s["draining"]
+        return {"arrived": float(s["arrivals"].sum()), "rejected": float(s["rejected"].sum()),
+                "attainment": self._share(np.ones(s["t_s"].size, dtype=bool)),
+                "rush_attainment": self.rush_attainment(), "gpu_hours": self.gpu_hours,
+                "cost": self.cost_usd, "max_replicas": int(size.max()) if size.size else 0,
+                "cold_start_s": self.start_s,
+                "per_hour_attainment": [h["attainment"] for h in hrs],
+                "replicas_by_hour": [h["replicas_mean"] for h in hrs]}
+
+
+def simulate_fluid(day: str | DiurnalProfile, fleet: Fleet, policy, *,
+                   horizon_s: float = SECONDS_PER_DAY, start_s: float = 0.0,
+                   initial_replicas: int | None = None,
+                   target: slo.SLO | None = None) -> FluidRun:
+    """The fleet over ``[start_s, horizon_s)`` of a day as a fluid: no request of its own.
+
+    The third fidelity (after :mod:`vidya_lab.admission` and :func:`simulate_fleet`), fast enough
+    for a widget (a day in tens of milliseconds). It ticks at the autoscaler's ``interval_s``:
+
+    * arrivals: the day's curve integrated over the tick (``day``'s :class:`DiurnalProfile`,
+      deterministic: the expected requests, no Poisson noise);
+    * replicas: the same states, cold starts, pool and autoscaler (:class:`_Controller`, the very
+      rule of :func:`simulate_fleet`, on the same policy objects) as the simulation; a draining
+      replica is billed for twice a mean request's end-to-end time at
+      :data:`TARGET_UTILISATION` (its batch's longest answers);
+    * serving: ``serving × max_rate`` requests/s at most (``max_rate``: the coarse replica's
+      highest steady rate, :func:`fluid_curve`); what is beyond waits in one fluid queue, and
+      what would wait longer than ``queue_timeout_s`` is turned away;
+    * attainment of a tick's arrivals: one replica's steady attainment at the tick's per-replica
+      load (:func:`fluid_curve`, linear between its points), or 0 when the queue's wait
+      (waiting ÷ service rate) plus the steady TTFT exceeds the TTFT target.
+
+    What it leaves out: Poisson noise in the arrivals, failures (``mtbf_s`` and ``failures_at_s``
+    must be unset), the router, and every per-request effect beyond the steady curve. The
+    reactive policy's ``queue`` and ``kv`` metrics see the fluid queue and the steady batch.
+    ``tests/test_autoscaling.py`` measures how far it lands from :func:`simulate_fleet` on whole
+    days.
+
+    Parameters
+    ----------
+    day : ``"normal"``, ``"exam"`` or a :class:`~vidya_lab.workload.DiurnalProfile`.
+    fleet, policy : as for :func:`simulate_fleet`.
+    horizon_s, start_s : the window, seconds from midnight (arrivals before ``start_s`` are none).
+    initial_replicas : replicas serving at t = 0 (default as :func:`simulate_fleet`).
+    target : the SLO (default Tanvi's).
+    """
+    prof = day_profile(day)
+    if not isinstance(fleet, Fleet):
+        raise TypeError(f"fleet must be a Fleet, got {type(fleet).__name__}")
+    if not isinstance(policy, Reactive | Scheduled | Predictive):
+        raise TypeError(f"policy must be Reactive, Scheduled or Predictive, got "
+                        f"{type(policy).__name__}")
+    if fleet.mtbf_s is not None or fleet.failures_at_s:
+        raise ValueError("simulate_fluid has no failures: leave mtbf_s and failures_at_s unset "
+                         "(use simulate_fleet for failures)")
+    start = v.check_real("start_s", start_s, minimum=0.0)
+    horizon = v.check_real("horizon_s", horizon_s, minimum=start, min_inclusive=False)
+    target = tutor_slo() if target is None else target
+    model = fleet.model
+    curve = fluid_curve(model, float(target.ttft_s), float(target.tpot_s))
+    cap = model.capacity_rps()
+    mu = curve["max_rate_per_s"]
+    dt = fleet.interval_s
+    n_ticks = int(math.ceil(horizon / dt))
+    t = np.arange(n_ticks) * dt
+
+    # expected arrivals: the curve integrated on a 1 s grid (trapezoids), none outside the window
+    grid = np.arange(0.0, n_ticks * dt + 1.0, 1.0)
+    rate = prof.rate_per_s(grid)
+    cum = np.concatenate(([0.0], np.cumsum(0.5 * (rate[1:] + rate[:-1]))))
+
+    def arrived_by(x):  # expected arrivals in [start, x), x clipped to the window
+        return np.interp(np.clip(x, start, horizon), grid, cum) - np.interp(start, grid, cum)
+
+    arrivals = np.diff(arrived_by(np.append(t, n_ticks * dt)))
+    reactive = isinstance(policy, Reactive)
+    if reactive:
+        w = policy.rate_window_s
+        seen_rate = (arrived_by(t) - arrived_by(t - w)) / np.minimum(w, np.maximum(t, dt))
+    st = model.steady_state(TARGET_UTILISATION * cap)
+    drain_s = 2.0 * (st["ttft_s"] + (model.output_tokens_mean - 1.0) * st["tpot_s"])
+    mean_kv = model.prompt_tokens_mean + (model.output_tokens_mean - 1.0) / 2.0
+
+    start_s_ = fleet.start_s
+    pool_size = fleet.pool_size if fleet.pool != "none" else 0
+    pool_start = fleet.pool_start_s
+    refill_s = _pool_refill_s(fleet.cold_start, model.replica, fleet.pool) if pool_size else 0.0
+    cap_n = fleet.max_replicas
+    if initial_replicas is None:
+        init = fleet.min_replicas if reactive else policy.desired_at(0.0)
+        init = int(min(max(init + fleet.headroom, fleet.min_replicas), cap_n))
+    else:
+        init = int(min(max(v.check_int("initial_replicas", initial_replicas, minimum=0),
+                           fleet.min_replicas), cap_n))
+    ctrl = _Controller(fleet, policy, init)
+    serving, starting, draining = init, [], []  # ready times; release times
+    pool_ready, refills = pool_size, []
+    queue = 0.0
+    rec = np.zeros((n_ticks, 7))  # serving, starting, draining, pool, waiting, rejected, served
+    u_tab, b_tab = curve["utilisation"], curve["batch"]
+    for k in range(n_ticks):
+        t0 = k * dt
+        if starting and starting[0] <= t0:
+            ready = sum(1 for x in starting if x <= t0)
+            serving += ready
+            starting = starting[ready:]
+        if draining and draining[0] <= t0:
+            gone = sum(1 for x in draining if x <= t0)
+            draining = draining[gone:]
+            for _ in range(gone if pool_size else 0):  # back to the pool if it has room
+                if pool_ready + len(refills) < pool_size:
+                    pool_ready += 1
+        if refills and refills[0] <= t0:
+            back = sum(1 for x in refills if x <= t0)
+            pool_ready += back
+            refills = refills[back:]
+        current = serving + len(starting)
+        if reactive:
+            act = queued = 0
+            kv = 0.0
+            if policy.metric != "utilisation" and serving:
+                load = min(float(arrivals[k - 1]) / dt if k else 0.0, serving * mu)
+                act = int(round(serving * float(np.interp(load / (serving * cap), u_tab, b_tab))))
+                queued, kv = int(round(queue)), act * mean_kv
+            want = ctrl.want(t0, serving, current, act, queued, kv, float(seen_rate[k]))
+        else:
+            want = ctrl.want(t0, serving, current)
+        if want > current:
+            for _ in range(want - current):
+                if pool_ready > 0:
+                    pool_ready -= 1
+                    refills.append(t0 + refill_s)
+                    starting.append(t0 + pool_start)
+                else:
+                    starting.append(t0 + start_s_)
+            starting.sort()
+        elif want < current:
+            excess = current - want
+            cancel = min(excess, len(starting))
+            starting = starting[:len(starting) - cancel]  # the latest to be ready go first
+            drain = min(excess - cancel, serving)
+            serving -= drain
+            draining.extend([t0 + drain_s] * drain)
+        # the fluid queue: serve up to serving × mu this tick, turn away what would wait too long
+        backlog = queue + float(arrivals[k])
+        served = min(backlog, serving * mu * dt)
+        queue = backlog - served
+        keep = serving * mu * fleet.queue_timeout_s if serving else float(arrivals[k])
+        rejected = max(queue - keep, 0.0)
+        queue -= rejected
+        rec[k] = (serving, len(starting), len(draining), pool_ready + len(refills), queue,
+                  rejected, served)
+
+    n_serv = rec[:, 0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        util = np.where(n_serv > 0, rec[:, 6] / dt / (n_serv * cap), 0.0)
+        wait = np.where(n_serv > 0, rec[:, 4] / (n_serv * mu), np.inf)
+    att = np.interp(util, u_tab, curve["attainment"])
+    ttft = np.interp(util, u_tab, curve["ttft_s"])
+    att = np.where((n_serv > 0) & (wait + ttft <= target.ttft_s), att, 0.0)
+    billed = rec[:, 0] + rec[:, 1] + rec[:, 2] + rec[:, 3]
+    replica_hours = float(billed.sum()) * dt / SECONDS_PER_HOUR
+    series = {"t_s": t, "serving": rec[:, 0].astype(np.int64), "starting": rec[:, 1].astype(np.int64),
+              "draining": rec[:, 2].astype(np.int64), "pool": rec[:, 3].astype(np.int64),
+              "billed": billed.astype(np.int64), "arrivals": arrivals, "waiting": rec[:, 4],
+              "rejected": rec[:, 5], "utilisation": util, "attainment": att}
+    return FluidRun(series, replica_hours * model.replica.n_gpus,
+                    replica_hours * sizing.cost_per_hour_usd(model.replica), fleet.start_s, dt,
+                    horizon, fleet, policy)
+
+
 # ----------------------------------------------------------------------------- 4. reading a run
 
 def _hour_index(t_s: np.ndarray) -> np.ndarray:
@@ -1415,7 +1733,8 @@ def simulate_day(replica: sizing.Replica, *, day: str | DiurnalProfile = "exam",
                  yesterday: str | DiurnalProfile | None = None, start_s: float = 0.0,
                  duration_s: float = SECONDS_PER_DAY, target: slo.SLO | None = None,
                  model: ReplicaModel | None = None, max_retries: int = 1,
-                 queue_timeout_s: float = 60.0, workload: Workload | None = None) -> dict:
+                 queue_timeout_s: float = 60.0, workload: Workload | None = None,
+                 fidelity: str = "fleet") -> dict:
     """One simulated day of Tanvi's service: the entry point for chapters, the CLI and the planner.
 
     Parameters
@@ -1438,11 +1757,14 @@ def simulate_day(replica: sizing.Replica, *, day: str | DiurnalProfile = "exam",
         and targets).
     workload : the requests (default :func:`day_workload` of ``day`` over the window with ``seed``);
         pass one to run several policies on the very same arrivals.
+    fidelity : ``"fleet"`` (:func:`simulate_fleet`, every request) or ``"fluid"``
+        (:func:`simulate_fluid`: no requests, no failures, about a hundred times faster; the
+        chapter 6 widget's fidelity).
 
     Returns
     -------
-    dict with ``run`` (:class:`FleetRun`), ``summary`` (:func:`summary`), ``hours``
-    (:func:`hourly`), ``replicas_by_hour`` (time-averaged serving replicas), ``gpu_hours``,
+    dict with ``run`` (:class:`FleetRun`, or :class:`FluidRun` for ``"fluid"``), ``summary``
+    (:func:`summary`, or :meth:`FluidRun.summary`), ``hours`` (:func:`hourly`), ``replicas_by_hour`` (time-averaged serving replicas), ``gpu_hours``,
     ``cost_usd``, ``cold_start_s``, ``policy`` (the policy object) and ``model``
     (:class:`ReplicaModel`).
     """
@@ -1466,13 +1788,21 @@ def simulate_day(replica: sizing.Replica, *, day: str | DiurnalProfile = "exam",
     else:
         pol = policy
     prof = day_profile(day)
-    w = (day_workload(prof, seed=seed, start_s=start_s, duration_s=duration_s) if workload is None
-         else workload)
     init = replicas_for_rate(float(prof.rate_per_s(np.array([start_s]))[0]), model, margin=margin,
                              utilisation=utilisation)
+    target = tutor_slo() if target is None else target
+    if v.check_choice("fidelity", fidelity, ("fleet", "fluid")) == "fluid":
+        fluid = simulate_fluid(prof, fleet, pol, horizon_s=start_s + duration_s, start_s=start_s,
+                               initial_replicas=init, target=target)
+        hours = fluid.hourly()
+        return {"run": fluid, "summary": fluid.summary(), "hours": hours,
+                "replicas_by_hour": [h["replicas_mean"] for h in hours],
+                "gpu_hours": fluid.gpu_hours, "cost_usd": fluid.cost_usd,
+                "cold_start_s": fleet.start_s, "policy": pol, "model": model}
+    w = (day_workload(prof, seed=seed, start_s=start_s, duration_s=duration_s) if workload is None
+         else workload)
     run = simulate_fleet(w, fleet, pol, seed=seed, dt_s=dt_s, horizon_s=start_s + duration_s,
                          initial_replicas=init)
-    target = tutor_slo() if target is None else target
     hours = hourly(run, target)
     summ = summary(run, target, hours=hours)
     return {"run": run, "summary": summ, "hours": hours,
