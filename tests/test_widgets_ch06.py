@@ -22,17 +22,31 @@ def test_view_follows_the_cold_start_and_headroom():
     assert base["serving"].shape == base["t_h"].shape == base["demand"].shape
 
 
-def test_kept_workload_and_policy_give_simulate_days_own_day():
-    """The widget keeps the day's requests and the policy's schedule between changes: the day it
-    shows is the one simulate_day makes from the names (the schedule led by this cold start)."""
+def test_kept_policy_gives_simulate_days_own_fluid_day():
+    """The widget keeps the policy's schedule between changes: the day it shows is the one
+    simulate_day makes from the names at the fluid fidelity (the schedule led by this cold
+    start), and the caption says so."""
     view = ch06.compute_view("scheduled", "normal")  # cached: test_draw_and_build draws it too
     d = autoscaling.simulate_day(ch06._replica(), day="normal", policy="scheduled",
                                  cold_start=autoscaling.ColdStart(), seed=ch06.SEED,
-                                 dt_s=ch06.DT_S, model=ch06._model())
+                                 dt_s=ch06.DT_S, model=ch06._model(), fidelity="fluid")
+    assert isinstance(d["run"], autoscaling.FluidRun)
     assert view["policy"] == "scheduled" and d["policy"].lead_s == view["cold_start_s"]
     assert view["gpu_hours"] == d["summary"]["gpu_hours"]
     assert view["attainment"] == d["summary"]["attainment"]
+    assert view["rush_attainment"] == d["summary"]["rush_attainment"]
     assert (view["serving"] == d["run"].series["serving"]).all()
+    assert "fluid fleet model" in ch06.caption(view)
+
+
+def test_exam_rush_with_a_slow_cold_start_shows_red_hours():
+    # the widget's story: a reactive fleet with slow weights misses the exam rush; scheduled,
+    # started one cold start early, does not
+    slow = ch06.compute_view("reactive", "exam", storage_gb_per_s=0.1)
+    early = ch06.compute_view("scheduled", "exam", storage_gb_per_s=0.1)
+    assert slow["cold_start_s"] > 20 * 60
+    assert slow["rush_attainment"] < early["rush_attainment"]
+    assert min(x for x in slow["per_hour_attainment"] if x is not None) < 0.99
 
 
 def test_draw_and_build():

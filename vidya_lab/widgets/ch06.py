@@ -1,21 +1,22 @@
 """Chapter 6 widget: a policy, the parts of a cold start and some headroom → the fleet over the day,
 its attainment hour by hour, and the bill.
 
-No math here: the day is :func:`vidya_lab.autoscaling.simulate_day` on Tanvi's replica: the whole
-24-hour day, every request of it (about 0.18 million on a normal day, 1.8 million on an exam day,
-seed :data:`SEED`), the fleet simulator at a 15 s step (the autoscaler's tick).
-:func:`compute_view` (numbers) and :func:`draw` (a matplotlib figure) are plain functions that tests
-call without a browser; :func:`build` wires them to controls.
+No math here. The day is :func:`vidya_lab.autoscaling.simulate_day` on Tanvi's replica at the
+*fluid* fidelity (:func:`vidya_lab.autoscaling.simulate_fluid`): the whole 24-hour day, tick by
+tick of the autoscaler (15 s), with the day's expected arrivals instead of individual requests,
+the same policies, cold starts and headroom as the fleet simulator, and each tick's attainment
+read off one replica's measured steady curve. It lands within about one replica hour by hour and
+half a point of rush attainment of :func:`~vidya_lab.autoscaling.simulate_fleet` (every request;
+the chapter's printed numbers), and within 7 % on GPU-hours (``tests/test_autoscaling.py``); the
+widget's caption says which model it shows. :func:`compute_view` (numbers) and :func:`draw` (a
+matplotlib figure) are plain functions that tests call without a browser; :func:`build` wires
+them to controls.
 
-Speed: what does not depend on the controls is made once and kept: the day's requests (one
-:func:`~vidya_lab.autoscaling.day_workload` per kind of day, seed :data:`SEED`), each policy's
-schedule or forecast (only its lead, the cold start, changes), the coarse replica, and the figure
-(drawn once; a change redraws only the curves, the bars and the axes). Each setting's day is
-simulated once and cached (the last 64), so going back to a setting is instant; a new setting
-still simulates the whole day: 1.3 s (normal) to 2 s (exam) on one core of the book's 2-core
-machine, almost all of it :func:`~vidya_lab.autoscaling.simulate_fleet`'s 5,760 steps. This
-widget misses the book's 100 ms goal for a control change (``benchmarks/bench_widgets.py``);
-meeting it needs a cheaper fleet model in :mod:`vidya_lab.autoscaling`, not a change here.
+Speed: each policy's schedule or forecast (only its lead, the cold start, changes), the coarse
+replica and its steady curve, and the figure (drawn once; a change redraws only the curves, the
+bars and the axes) are made once and kept; each setting's day is cached (the last 64). A new
+setting costs a fluid day (about 20 ms) and a frame, within the book's 100 ms goal for a control
+change (``benchmarks/bench_widgets.py``).
 """
 
 from __future__ import annotations
@@ -29,9 +30,12 @@ from matplotlib.figure import Figure
 from vidya_lab import autoscaling, sizing
 from vidya_lab.scenario import TANVI
 
-#: The widget's step, seconds: the autoscaler's tick (a 5 s step gives the same day).
+#: The widget's step, seconds: the autoscaler's tick (the fluid model ticks at it).
 DT_S = 15.0
+#: Seeds the predictive policy's "yesterday" (the fluid day itself has no randomness).
 SEED = 6
+#: The fleet model the widget shows (:func:`vidya_lab.autoscaling.simulate_fluid`).
+FIDELITY = "fluid"
 DEFAULTS = autoscaling.ColdStart()
 
 
@@ -44,12 +48,6 @@ def _replica() -> sizing.Replica:
 @lru_cache(maxsize=1)
 def _model() -> autoscaling.ReplicaModel:
     return autoscaling.replica_model(_replica())
-
-
-@lru_cache(maxsize=2)
-def _workload(day: str):
-    """The day's requests (seed :data:`SEED`): the same for every setting of the controls."""
-    return autoscaling.day_workload(day, seed=SEED)
 
 
 @lru_cache(maxsize=8)
@@ -65,7 +63,7 @@ def compute_view(policy: str = "reactive", day: str = "exam",
                  storage_gb_per_s: float = DEFAULTS.storage_bytes_per_s / 1e9,
                  registry_mb_per_s: float = DEFAULTS.registry_bytes_per_s / 1e6,
                  engine_start_s: float = DEFAULTS.engine_start_s, headroom: int = 0) -> dict:
-    """Everything the widget shows, as numbers.
+    """Everything the widget shows, as numbers (the fluid fleet model, :data:`FIDELITY`).
 
     Returns ``cold_parts_s`` (dict), ``cold_start_s``, ``t_h`` (hours), ``serving`` and ``billed``
     (replicas per step), ``demand`` (arrival rate ÷ one replica's capacity at the target
@@ -81,10 +79,10 @@ def compute_view(policy: str = "reactive", day: str = "exam",
         pol = replace(pol, lead_s=cold.total_s(_replica()))
     d = autoscaling.simulate_day(_replica(), day=day, policy=pol, cold_start=cold, seed=SEED,
                                  dt_s=DT_S, headroom=int(headroom), model=_model(),
-                                 workload=_workload(day))
+                                 fidelity=FIDELITY)
     s = d["summary"]
     series = d["run"].series
-    t = series["t_s"]
+    t = series["t_s"]  # tick starts, seconds
     rate = autoscaling.day_profile(day).rate_per_s(t)
     per_replica = _model().capacity_rps() * autoscaling.TARGET_UTILISATION
     return {"policy": policy, "day": day, "headroom": int(headroom),
@@ -176,7 +174,7 @@ def caption(view: dict) -> str:
     return (f"{view['day']} day, {view['policy']}, N+{view['headroom']}: cold start "
             f"{view['cold_start_s'] / 60:.1f} min; attainment {view['attainment']:.2%} "
             f"(rush {view['rush_attainment']:.2%}); {view['gpu_hours']:,.0f} GPU-hours = "
-            f"${view['cost_usd']:,.0f}")
+            f"${view['cost_usd']:,.0f} (fluid fleet model)")
 
 
 def summary_html(view: dict) -> str:
