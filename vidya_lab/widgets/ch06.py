@@ -12,8 +12,8 @@ widget's caption says which model it shows. :func:`compute_view` (numbers) and :
 matplotlib figure) are plain functions that tests call without a browser; :func:`build` wires
 them to controls.
 
-Speed: each policy's schedule or forecast (only its lead, the cold start, changes), the coarse
-replica and its steady curve, and the figure (drawn once; a change redraws only the curves, the
+Speed: each policy's schedule or forecast (made when the widget is built; only its lead, the cold
+start, changes), the coarse replica and its steady curve, and the figure (drawn once; a change redraws only the curves, the
 bars and the axes) are made once and kept; each setting's day is cached (the last 64). A new
 setting costs a fluid day (about 20 ms) and a frame, within the book's 100 ms goal for a control
 change (``benchmarks/bench_widgets.py``).
@@ -212,6 +212,9 @@ def build():
                              layout=layout)
     text = widgets.HTML()
     controls = (policy, day, prov, storage, registry, engine, head)
+    for name in autoscaling.POLICIES:  # made once here (a forecast draws a whole yesterday)
+        for kind in autoscaling.DAYS:
+            _policy(name, kind)
     plot = _Plot(show_titles=False)  # the title goes in the HTML
     # the figure: one PNG, replaced on every change, shown at its own width (not stretched)
     out = widgets.Image(format="png", layout=widgets.Layout(
