@@ -37,14 +37,14 @@ book: $(VENV)/.book-deps $(JS_ASSETS)
 
 test: $(VENV)/.test-deps $(JS_ASSETS)
 	$(BIN)/python tools/stale_cache.py
-	$(BIN)/ruff check vidya_lab tests benchmarks
+	$(BIN)/ruff check vidya_lab tests benchmarks tools
 	$(BIN)/pytest
 
 lab: $(VENV)/.book-deps
 	$(BIN)/jupyter lab --notebook-dir=chapters
 
 lint: $(VENV)/.test-deps
-	$(BIN)/ruff check vidya_lab tests benchmarks
+	$(BIN)/ruff check vidya_lab tests benchmarks tools
 
 clean:
 	rm -rf _build
