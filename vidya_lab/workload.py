@@ -31,6 +31,7 @@ workload.
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Integral
@@ -355,9 +356,13 @@ def student_day_profile(peak_rate_per_s: float, *, exam_season: bool = False,
 
 # ----------------------------------------------------------------------------- lengths
 
-class _LengthDist:
-    def sample(self, n: int, rng: int | np.random.Generator) -> np.ndarray:  # pragma: no cover
-        raise NotImplementedError
+class _LengthDist(ABC):
+    """A distribution of request lengths, tokens: :class:`FixedLength`, :class:`LognormalLength`,
+    :class:`EmpiricalLength`."""
+
+    @abstractmethod
+    def sample(self, n: int, rng: int | np.random.Generator) -> np.ndarray:
+        """``n`` lengths drawn with ``rng``, tokens (int64)."""
 
 
 @dataclass(frozen=True)
