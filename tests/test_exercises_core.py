@@ -150,7 +150,8 @@ def test_every_chapter_has_its_exercises_numbered_in_order(chapter):
     exercises = core.chapter_exercises(chapter)
     assert len(exercises) >= MIN_EXERCISES[chapter]
     assert [ex.id for ex in exercises] == [f"{chapter}.{i}" for i in range(1, len(exercises) + 1)]
-    assert all(len(ex.mistakes) >= MIN_MISTAKES for ex in exercises), chapter
+    assert all(len(ex.mistakes) >= MIN_MISTAKES for ex in exercises
+               if ex.kind != "function"), chapter  # a function is judged on cases instead
 
 
 @pytest.mark.parametrize("ex", core.all_exercises(), ids=lambda e: e.id)

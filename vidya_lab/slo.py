@@ -870,7 +870,7 @@ READING_WORDS_PER_MIN = 238.0
 TOKENS_PER_WORD = 4.0 / 3.0
 
 
-def tpot_for_reading_speed(words_per_min: float, *, tokens_per_word: float,
+def tpot_for_reading_speed(words_per_min: float, tokens_per_word: float,
                            headroom: float = 1.0) -> float:
     """The TPOT (seconds per token) at which text streams ``headroom``× as fast as a person reads.
 

@@ -107,6 +107,12 @@ def _attainment_of_finished() -> float:
     return slo.attainment(t[t.finished], tutor_slo())
 
 
+# ----------------------------------------------------------------------------- 1.6
+
+#: Public cases of exercise 1.6 (words/min, tokens per word, headroom); the grader adds its own.
+READING_CASES = ((238.0, 4.0 / 3.0, 2.0), (200.0, 1.5, 1.0), (300.0, 2.0, 1.5), (150.0, 1.2, 3.0))
+
+
 EXERCISES = [
     Exercise(
         id="1.1",
@@ -204,5 +210,16 @@ EXERCISES = [
         ),
         hint="meets = finished and TTFT ≤ target and TPOT ≤ target (one-token answers have no TPOT "
              "to miss); attainment = count(meets) / count(all requests)",
+    ),
+    Exercise(
+        id="1.6",
+        prompt="a function: the largest TPOT (s) that streams headroom times as fast as a reader",
+        expected=lambda: slo.tpot_for_reading_speed,
+        kind="function",
+        unit="s",
+        cases=READING_CASES,
+        answer_name="tpot_target",
+        hint="tokens/s the reader needs = words/min × tokens per word ÷ 60; multiply by the "
+             "headroom; TPOT is one over that",
     ),
 ]
