@@ -115,11 +115,10 @@ from vidya_lab import sizing, slo
 from vidya_lab.scenario import TANVI, Scenario
 from vidya_lab.workload import (
     DiurnalProfile,
-    LognormalLength,
     Workload,
     as_rng,
-    make_workload,
     student_day_profile,
+    tutor_requests,
 )
 
 __all__ = [
@@ -564,14 +563,7 @@ def day_workload(day: str | DiurnalProfile = "normal", *, seed: int | np.random.
     rng = as_rng(seed)
     shifted = replace(prof, start_hour=float(np.mod(prof.start_hour + start / SECONDS_PER_HOUR, 24.0)))
     arrivals = shifted.arrivals(dur, seed=rng) + start
-    sc = scenario
-    return make_workload(
-        arrivals,
-        prompt_tokens=LognormalLength(sc.question_tokens_mean, sc.question_tokens_p50),
-        output_tokens=LognormalLength(sc.answer_tokens_mean, sc.answer_tokens_p50,
-                                      max_tokens=sc.answer_tokens_max),
-        seed=rng, shared_prefix_tokens=sc.syllabus_prompt_tokens + sc.subject_prompt_tokens,
-        shared_prefix_fraction=1.0, shared_prefix_id=0)
+    return tutor_requests(arrivals, seed=rng, scenario=scenario)
 
 
 def tutor_slo() -> slo.SLO:

@@ -41,11 +41,10 @@ from vidya_lab._validate import check_int, check_real
 from vidya_lab.scenario import TANVI
 from vidya_lab.slo import FINISHED, REJECTED, TIMED_OUT, Timelines
 from vidya_lab.workload import (
-    LognormalLength,
     Workload,
     as_rng,
-    make_workload,
     poisson_arrivals,
+    tutor_requests,
 )
 
 __all__ = ["ToyServer", "simulate", "tutor_workload"]
@@ -221,11 +220,4 @@ def tutor_workload(rate_per_s: float, duration_s: float, *,
     median ``TANVI.answer_tokens_p50``, at most ``TANVI.answer_tokens_max``).
     """
     rng = as_rng(seed)
-    arrivals = poisson_arrivals(rate_per_s, duration_s, seed=rng)
-    return make_workload(
-        arrivals,
-        prompt_tokens=LognormalLength(TANVI.question_tokens_mean, TANVI.question_tokens_p50),
-        output_tokens=LognormalLength(TANVI.answer_tokens_mean, TANVI.answer_tokens_p50,
-                                      max_tokens=TANVI.answer_tokens_max),
-        seed=rng, shared_prefix_tokens=TANVI.syllabus_prompt_tokens + TANVI.subject_prompt_tokens,
-        shared_prefix_fraction=1.0, shared_prefix_id=0)
+    return tutor_requests(poisson_arrivals(rate_per_s, duration_s, seed=rng), seed=rng)

@@ -692,3 +692,26 @@ def make_workload(arrival_s, *, prompt_tokens: _LengthDist, output_tokens: _Leng
             raise ValueError(f"class probabilities must sum to 1, got {float(probs.sum())}")
         kl = np.asarray(labels, dtype=str)[rng.choice(len(labels), size=n, p=probs / probs.sum())]
     return Workload.from_arrays(arr, prompt, out, prefix_id=pid, prefix_tokens=ptok, klass=kl)
+
+
+# ----------------------------------------------------------------------------- the tutor's requests
+
+def tutor_requests(arrival_s, *, seed: int | np.random.Generator, scenario=None) -> Workload:
+    """Tanvi's requests at the given arrival times: the story's prompt and answer lengths.
+
+    Every prompt starts with the syllabus and a subject prompt (shared prefix id 0), followed by the
+    student's question (lognormal: the scenario's mean and median); answers are lognormal (mean and
+    median from the scenario, at most ``answer_tokens_max``). ``scenario`` defaults to the book's
+    (:data:`vidya_lab.scenario.TANVI`). The one place the tutor's lengths become a workload: the toy
+    server of chapter 1 and the fleet of chapter 6 both call it.
+    """
+    if scenario is None:
+        from vidya_lab.scenario import TANVI as scenario
+    return make_workload(
+        arrival_s,
+        prompt_tokens=LognormalLength(scenario.question_tokens_mean, scenario.question_tokens_p50),
+        output_tokens=LognormalLength(scenario.answer_tokens_mean, scenario.answer_tokens_p50,
+                                      max_tokens=scenario.answer_tokens_max),
+        seed=seed,
+        shared_prefix_tokens=scenario.syllabus_prompt_tokens + scenario.subject_prompt_tokens,
+        shared_prefix_fraction=1.0, shared_prefix_id=0)
