@@ -62,3 +62,17 @@ def check_choice(name: str, value: object, choices) -> str:
         allowed = ", ".join(repr(c) for c in choices)
         raise ValueError(f"{name} must be one of {allowed}; got {value!r}")
     return value  # type: ignore[return-value]
+
+
+def check_labels(name: str, value, n: int):
+    """One string label per request as a numpy array: ``None`` → all "", a str → all that str."""
+    import numpy as np
+
+    if value is None:
+        return np.full(n, "", dtype=str)
+    if isinstance(value, str):
+        return np.full(n, value)
+    labels = np.asarray(value, dtype=str)
+    if labels.shape != (n,):
+        raise ValueError(f"{name} must have one label per request ({n}), got {labels.shape}")
+    return labels

@@ -82,7 +82,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from vidya_lab._validate import check_choice, check_fraction, check_int, check_real
+from vidya_lab._validate import check_choice, check_fraction, check_int, check_labels, check_real
 
 __all__ = [
     "OUTCOMES",
@@ -298,14 +298,7 @@ class Timelines:
         ids = np.arange(n) if request_id is None else np.asarray(request_id)
         if ids.shape != (n,):
             raise ValueError(f"request_id must have one entry per request ({n}), got {ids.shape}")
-        if klass is None:
-            kl = np.full(n, "", dtype=str)
-        elif isinstance(klass, str):
-            kl = np.full(n, klass)
-        else:
-            kl = np.asarray(klass, dtype=str)
-            if kl.shape != (n,):
-                raise ValueError(f"klass must have one label per request ({n}), got {kl.shape}")
+        kl = check_labels("klass", klass, n)
         bad = _first_bad_row(a, s, f, c, tokens, oc)
         if bad is not None:
             problem = _row_problem(a[bad], s[bad], f[bad], c[bad], int(tokens[bad]), int(oc[bad]))

@@ -38,7 +38,7 @@ from numbers import Integral
 
 import numpy as np
 
-from vidya_lab._validate import check_fraction, check_int, check_real
+from vidya_lab._validate import check_fraction, check_int, check_labels, check_real
 
 __all__ = [
     "Request",
@@ -571,14 +571,7 @@ class Workload:
                              f"{int(ptok[i])} > {int(prompt[i])}")
         if np.any((pid == -1) & (ptok > 0)):
             raise ValueError("prefix_tokens must be 0 where prefix_id is -1 (no shared prefix)")
-        if klass is None:
-            kl = np.full(n, "", dtype=str)
-        elif isinstance(klass, str):
-            kl = np.full(n, klass)
-        else:
-            kl = np.asarray(klass, dtype=str)
-            if kl.shape != (n,):
-                raise ValueError(f"klass must have one label per request ({n}), got {kl.shape}")
+        kl = check_labels("klass", klass, n)
         order = np.argsort(arr, kind="stable")
         return cls(arr[order], prompt[order], out[order], pid[order], ptok[order], kl[order])
 
