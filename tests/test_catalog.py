@@ -20,12 +20,13 @@ def _spec_rows():
 def test_gpu_specs_equal_published_rows(row):
     g = catalog.get_gpu(catalog.gpu_id_for(row["gpu"]))
     metric, value = row["metric"], row["value"]
-    if value == "UNCERTAIN":  # MI300X fabric: the catalog states its assumption instead
-        assert "UNCERTAIN" in g.interconnect_source
+    if value == "UNCERTAIN":  # MI300X fabric: the catalog cites measured RCCL figures instead
+        assert "RCCL" in g.interconnect_source
         return
     x = float(value)
     expected = {
-        "hbm_capacity": ("hbm_bytes", 1e9), "mem_capacity": ("hbm_bytes", 1e9),
+        # the datasheet's decimal figure; the device reports more (test_memory_as_reported)
+        "hbm_capacity": ("hbm_marketing_bytes", 1e9), "mem_capacity": ("hbm_marketing_bytes", 1e9),
         "hbm_bandwidth": ("hbm_bytes_per_s", 1e12), "mem_bandwidth": ("hbm_bytes_per_s", 1e12),
         "bf16_dense": ("bf16_flops_per_s", 1e12), "fp8_dense": ("fp8_flops_per_s", 1e12),
         # the CSV gives bidirectional totals; the catalog stores one direction
@@ -33,6 +34,26 @@ def test_gpu_specs_equal_published_rows(row):
         "interconnect": ("interconnect_bytes_per_s", 0.5e9),
     }[metric]
     assert getattr(g, expected[0]) == pytest.approx(x * expected[1], rel=1e-9)
+
+
+# nvidia-smi memory.total in MiB, as modal-labs/modal-client PR #2797 lists them (facts.md)
+REPORTED_MIB = {"h100-sxm": 81_559, "a100-80gb": 81_920, "l40s": 46_068}
+
+
+@pytest.mark.parametrize("gpu_id", sorted(REPORTED_MIB))
+def test_memory_as_reported_by_the_device(gpu_id):
+    g = catalog.get_gpu(gpu_id)
+    assert g.hbm_bytes == REPORTED_MIB[gpu_id] * 2**20
+    assert "nvidia-smi" in g.memory_source
+
+
+def test_every_gpu_reports_more_than_a_decimal_datasheet_would_suggest_or_states_why():
+    for g in catalog.GPUS.values():
+        assert g.hbm_bytes > 0.9 * g.hbm_marketing_bytes, g.id
+        assert g.hbm_achievable_bytes_per_s < g.hbm_bytes_per_s, g.id
+        assert "smi" in g.memory_source, g.id
+    h100 = catalog.get_gpu("h100-sxm")
+    assert h100.hbm_bytes == pytest.approx(85.52e9, rel=1e-3)  # not 80e9
 
 
 def test_a100_has_no_fp8_and_runs_fp8_weights_at_bf16_rate():

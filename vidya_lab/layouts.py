@@ -41,6 +41,7 @@ from vidya_lab import _validate as v
 from vidya_lab import parallelism as par
 from vidya_lab import sizing
 from vidya_lab.catalog import get_gpu, get_model
+from vidya_lab.sizing.replica import MAX_NUM_SEQS
 
 #: The keys of the ``vidya-lab layouts --json`` contract (issue 5), in order.
 LAYOUT_KEYS = ("tp", "pp", "replicas", "gpus", "fits", "ttft_s", "tpot_s",
@@ -112,40 +113,47 @@ class Layout:
 
 
 def _check_targets(peak_rps, isl, osl, ttft_target_s, tpot_target_s, utilisation):
-    return (v.check_real("peak_rps", peak_rps, minimum=0.0, min_inclusive=False),
-            v.check_int("isl", isl, minimum=1), v.check_int("osl", osl, minimum=1),
-            v.check_real("ttft_target_s", ttft_target_s, minimum=0.0, min_inclusive=False),
-            v.check_real("tpot_target_s", tpot_target_s, minimum=0.0, min_inclusive=False),
+    return (v.check_real("peak_rps", peak_rps, minimum=0.0, min_inclusive=False, maximum=1e5),
+            v.check_int("isl", isl, minimum=1, maximum=10_000_000),
+            v.check_int("osl", osl, minimum=1, maximum=10_000_000),
+            v.check_real("ttft_target_s", ttft_target_s, minimum=0.0, min_inclusive=False,
+                         maximum=3600.0),
+            v.check_real("tpot_target_s", tpot_target_s, minimum=0.0, min_inclusive=False,
+                         maximum=60.0),
             v.check_fraction("utilisation", utilisation, allow_zero=False))
 
 
 def _replica(model, gpu, tp, pp, precision, memory_rule, kv_precision=None, interconnect=None,
-             inter_node=None) -> sizing.Replica:
+             inter_node=None, calibration=None) -> sizing.Replica:
     return sizing.Replica(model, gpu, tp=tp, pp=pp, precision=precision, kv_precision=kv_precision,
-                          memory_rule=memory_rule, interconnect=interconnect, inter_node=inter_node)
+                          memory_rule=memory_rule, interconnect=interconnect, inter_node=inter_node,
+                          calibration=calibration)
 
 
 def evaluate_layout(model, gpu, tp: int, pp: int = 1, *, peak_rps: float, isl: int, osl: int,
                     ttft_target_s: float, tpot_target_s: float, precision: str = "bf16",
                     kv_precision: str | None = None, memory_rule: str = "vllm",
                     utilisation: float = DEFAULT_UTILISATION, interconnect: str | None = None,
-                    inter_node: str | None = None) -> Layout:
+                    inter_node: str | None = None, calibration=None) -> Layout:
     """Score one tp × pp layout for a peak load: fit, replicas, latency, throughput, cost.
 
     Memory comes from :func:`vidya_lab.sizing.estimate`; replicas, TPOT and TTFT from
     :func:`vidya_lab.sizing.gpus_for_peak_load` at the TPOT target. When no batch meets the TPOT
     target the replicas run at their saturated batch and ``meets_slo`` is False. A layout that does
     not fit has ``fits`` False, no latencies, zero replicas and zero cost. ``interconnect`` and
-    ``inter_node`` choose the links (:class:`vidya_lab.sizing.Replica`).
+    ``inter_node`` choose the links, ``calibration`` the efficiencies (None: the fitted set; see
+    :class:`vidya_lab.sizing.Replica`).
 
     Raises ``ValueError`` for a layout the model cannot be split into (see
     :func:`vidya_lab.parallelism.check_layout`) and ``KeyError`` for an unknown id.
     """
     lam, isl, osl, ttft_t, tpot_t, u = _check_targets(peak_rps, isl, osl, ttft_target_s,
                                                       tpot_target_s, utilisation)
-    r = _replica(model, gpu, tp, pp, precision, memory_rule, kv_precision, interconnect, inter_node)
+    r = _replica(model, gpu, tp, pp, precision, memory_rule, kv_precision, interconnect, inter_node,
+                 calibration)
     est = sizing.estimate(r.model, r.gpu, gpus=r.n_gpus, tp=tp, pp=pp, precision=r.precision,
-                          kv_precision=r.kv_precision, isl=isl, osl=osl, memory_rule=memory_rule)
+                          kv_precision=r.kv_precision, isl=isl, osl=osl, memory_rule=memory_rule,
+                          calibration=r.calibration)
     common = dict(tp=tp, pp=pp, model=r.model.id, gpu=r.gpu.id, precision=r.precision,
                   gpus_per_replica=r.n_gpus,
                   nodes_per_replica=par.layout_links(r.gpu, tp, pp).nodes,
@@ -183,10 +191,12 @@ def candidate_degrees(model, *, max_gpus_per_replica: int = DEFAULT_MAX_GPUS_PER
     32), valid for the model (:func:`~vidya_lab.parallelism.check_layout`), with tp·pp at most
     ``max_gpus_per_replica``."""
     m = get_model(model)
-    cap = v.check_int("max_gpus_per_replica", max_gpus_per_replica, minimum=1)
+    cap = v.check_int("max_gpus_per_replica", max_gpus_per_replica, minimum=1, maximum=1024)
+    tps = DEFAULT_DEGREES if tps is None else _degrees("tps", tps)
+    pps = DEFAULT_DEGREES if pps is None else _degrees("pps", pps)
     out = []
-    for tp in sorted(set(tps or DEFAULT_DEGREES)):
-        for pp in sorted(set(pps or DEFAULT_DEGREES)):
+    for tp in sorted(set(tps)):
+        for pp in sorted(set(pps)):
             if tp * pp > cap:
                 continue
             try:
@@ -195,6 +205,17 @@ def candidate_degrees(model, *, max_gpus_per_replica: int = DEFAULT_MAX_GPUS_PER
                 continue
             out.append((tp, pp))
     return out
+
+
+def _degrees(name: str, values) -> tuple[int, ...]:
+    """A non-empty list of parallel degrees (integers 1..1024), checked by name."""
+    if isinstance(values, (str, bytes, bool)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"{name} must be a list of integers such as [1, 2, 4], got {values!r}")
+    values = tuple(values)
+    if not values or len(values) > 64:
+        raise ValueError(f"{name} must list 1 to 64 degrees, got {len(values)}")
+    return tuple(v.check_int(f"{name}[{i}]", d, minimum=1, maximum=1024)
+                 for i, d in enumerate(values))
 
 
 def _rank_key(x: Layout):
@@ -206,7 +227,7 @@ def search_layouts(model, gpu, *, peak_rps: float, isl: int, osl: int, ttft_targ
                    memory_rule: str = "vllm", utilisation: float = DEFAULT_UTILISATION,
                    max_gpus_per_replica: int = DEFAULT_MAX_GPUS_PER_REPLICA, tps=None,
                    pps=None, interconnect: str | None = None,
-                   inter_node: str | None = None) -> list[Layout]:
+                   inter_node: str | None = None, calibration=None) -> list[Layout]:
     """Every layout of ``model`` on ``gpu`` that fits, sized for ``peak_rps``, ranked.
 
     Order: layouts meeting both targets first; then cost per hour, TPOT, GPUs per replica (fewer
@@ -223,6 +244,7 @@ def search_layouts(model, gpu, *, peak_rps: float, isl: int, osl: int, ttft_targ
     utilisation : the busiest fraction of a replica's throughput we plan to use (headroom).
     max_gpus_per_replica, tps, pps : the space searched (:func:`candidate_degrees`).
     interconnect, inter_node : link ids overriding the GPU's own and the default InfiniBand.
+    calibration : a :class:`vidya_lab.sizing.Calibration` (None: the fitted one).
     """
     get_gpu(gpu)
     _check_targets(peak_rps, isl, osl, ttft_target_s, tpot_target_s, utilisation)
@@ -233,7 +255,8 @@ def search_layouts(model, gpu, *, peak_rps: float, isl: int, osl: int, ttft_targ
                               ttft_target_s=ttft_target_s, tpot_target_s=tpot_target_s,
                               precision=precision, kv_precision=kv_precision,
                               memory_rule=memory_rule, utilisation=utilisation,
-                              interconnect=interconnect, inter_node=inter_node)
+                              interconnect=interconnect, inter_node=inter_node,
+                              calibration=calibration)
         if lay.fits:
             found.append(lay)
     return sorted(found, key=_rank_key)
@@ -287,10 +310,10 @@ def tpot_breakdown(model, gpu, tps=(1, 2, 4, 8), *, pp: int = 1, batch: int = 1,
     ``total_s`` = the TPOT), plus ``comm_s`` (tp + pp) and ``speedup`` (total at the first tp ÷
     this total). A layout whose weights do not fit is still timed (as if memory were no limit).
     """
-    b = v.check_int("batch", batch, minimum=1)
-    ctx = v.check_int("context_tokens", context_tokens, minimum=1)
+    b = v.check_int("batch", batch, minimum=1, maximum=MAX_BATCH)
+    ctx = v.check_int("context_tokens", context_tokens, minimum=1, maximum=10_000_000)
     rows = []
-    for tp in tps:
+    for tp in _degrees("tps", tps):
         r = _replica(model, gpu, tp, pp, precision, memory_rule, None, interconnect, inter_node)
         br = sizing.iteration_breakdown(r, decode_contexts=[ctx] * b)
         rows.append({"tp": tp, "pp": pp, "weights_fit": r.weights_fit,
@@ -303,61 +326,69 @@ def tpot_breakdown(model, gpu, tps=(1, 2, 4, 8), *, pp: int = 1, batch: int = 1,
 
 #: The stacked parts of :func:`tpot_parts`, in drawing order.
 TPOT_PARTS = ("weights_read_s", "kv_read_s", "compute_beyond_memory_s", "communication_s",
-              "overhead_s")
+              "layer_overhead_s", "overhead_s")
+#: Largest batch the chapter analyses take (a bound on their time and memory).
+MAX_BATCH = MAX_NUM_SEQS
+
+
+def _check_replica(r) -> sizing.Replica:
+    return v.check_instance("r", r, sizing.Replica, "sizing.Replica")
 
 
 def tpot_parts(r: sizing.Replica, batch: int, context_tokens: int) -> dict:
     """One decode step of ``batch`` sequences at ``context_tokens``, as parts that add up to it.
 
-    From :func:`vidya_lab.sizing.iteration_breakdown` (per stage, pp stages in sequence):
-    ``weights_read_s`` = pp·weight read, ``kv_read_s`` = pp·KV read, ``compute_beyond_memory_s`` =
-    pp·max(0, compute − memory) (non-zero only when compute-bound), ``communication_s`` =
-    pp·all-reduce + hand-offs, ``overhead_s``; ``total_s`` is their sum and equals the step time.
+    From :func:`vidya_lab.sizing.iteration_breakdown` (per stage and micro-batch, pp stages in
+    sequence): ``weights_read_s`` = pp·weight read, ``kv_read_s`` = pp·KV read,
+    ``compute_beyond_memory_s`` = pp·max(0, compute − memory) (non-zero only when compute-bound),
+    ``communication_s`` = pp·all-reduces + hand-offs, ``layer_overhead_s`` = pp·the stage's layer
+    costs, ``overhead_s``; ``total_s`` is their sum and equals the step time.
     """
-    if not isinstance(r, sizing.Replica):
-        raise TypeError(f"r must be a sizing.Replica, got {type(r).__name__}")
-    b = v.check_int("batch", batch, minimum=1)
-    ctx = v.check_int("context_tokens", context_tokens, minimum=1)
+    _check_replica(r)
+    b = v.check_int("batch", batch, minimum=1, maximum=MAX_BATCH)
+    ctx = v.check_int("context_tokens", context_tokens, minimum=1, maximum=10_000_000)
     br = sizing.iteration_breakdown(r, decode_contexts=[ctx] * b)
     p = r.pp
     return {"weights_read_s": p * br["weight_read_s"], "kv_read_s": p * br["kv_read_s"],
             "compute_beyond_memory_s": p * max(0.0, br["compute_s"] - br["memory_s"]),
             "communication_s": p * br["tp_comm_s"] + br["pp_comm_s"],
-            "overhead_s": br["overhead_s"], "total_s": br["total_s"], "bound": br["bound"]}
+            "layer_overhead_s": p * br["layer_overhead_s"], "overhead_s": br["overhead_s"],
+            "total_s": br["total_s"], "bound": br["bound"]}
 
 
 def pipeline_schedule(r: sizing.Replica, batch: int, context_tokens: int,
                       microbatches: int | None = None) -> dict:
-    """Decode through pp stages with the batch cut into m micro-batches (default m = pp; m must
-    divide the batch).
+    """Decode through pp stages with the batch cut into m micro-batches (default m = min(pp,
+    batch); m must divide the batch).
 
     Each micro-batch of batch/m sequences passes the pp stages in turn; a stage serves one
-    micro-batch at a time. Per token round a micro-batch waits max(pp, m) stage times, so
-    TPOT = overhead + max(pp, m)·stage(batch/m) + hand-offs, throughput = batch / TPOT, and the
-    stages idle 1 − min(m, pp)/pp of the time. ``gpipe_bubble`` is the one-pass figure
-    (pp−1)/(m+pp−1) of :func:`vidya_lab.parallelism.pipeline_bubble_fraction`.
+    micro-batch at a time. A micro-batch's traversal takes overhead + pp·stage + hand-offs, and a
+    stage needs m·stage for all m, so one token round takes
 
-    The stage time comes from :func:`vidya_lab.sizing.iteration_breakdown`:
-    stage = (total − overhead − hand-offs) / pp. At m = pp this TPOT equals the cost model's step
-    for a micro-batch of batch/pp sequences (what :func:`~vidya_lab.sizing.saturated_throughput`
-    uses).
+        TPOT = max(overhead + pp·stage(batch/m) + hand-offs, m·stage(batch/m))
+
+    throughput = batch / TPOT, and each stage idles 1 − m·stage/TPOT of the time (the bubble).
+    ``gpipe_bubble`` is the one-pass figure (pp−1)/(m+pp−1) of
+    :func:`vidya_lab.parallelism.pipeline_bubble_fraction`. With the default m this TPOT equals the
+    cost model's :func:`~vidya_lab.sizing.iteration_time_s` of the whole batch.
 
     Returns ``microbatches``, ``stage_s``, ``tpot_s``, ``tokens_per_s``, ``idle_fraction``,
     ``gpipe_bubble``.
     """
-    if not isinstance(r, sizing.Replica):
-        raise TypeError(f"r must be a sizing.Replica, got {type(r).__name__}")
-    b = v.check_int("batch", batch, minimum=1)
-    ctx = v.check_int("context_tokens", context_tokens, minimum=1)
-    m = r.pp if microbatches is None else v.check_int("microbatches", microbatches, minimum=1,
-                                                      maximum=b)
+    _check_replica(r)
+    b = v.check_int("batch", batch, minimum=1, maximum=MAX_BATCH)
+    ctx = v.check_int("context_tokens", context_tokens, minimum=1, maximum=10_000_000)
+    m = min(r.pp, b) if microbatches is None else v.check_int("microbatches", microbatches,
+                                                              minimum=1, maximum=b)
     if b % m:
         raise ValueError(f"batch must be a multiple of microbatches={m}, got {b}")
-    br = sizing.iteration_breakdown(r, decode_contexts=[ctx] * (b // m))
-    stage = (br["total_s"] - br["overhead_s"] - br["pp_comm_s"]) / r.pp
-    tpot = br["overhead_s"] + max(r.pp, m) * stage + br["pp_comm_s"]
+    c = r._cost
+    p = c.parts(0, 0, 0, 0, b, b * ctx, microbatches=m)
+    stage = (max(p["compute_s"], p["weight_read_s"] + p["kv_read_s"]) + p["tp_comm_s"]
+             + p["layer_overhead_s"])
+    tpot = max(c.overhead + r.pp * stage + p["pp_comm_s"], m * stage)
     return {"microbatches": m, "stage_s": stage, "tpot_s": tpot, "tokens_per_s": b / tpot,
-            "idle_fraction": 1.0 - min(m, r.pp) / r.pp,
+            "idle_fraction": 1.0 - m * stage / tpot,
             "gpipe_bubble": par.pipeline_bubble_fraction(r.pp, m)}
 
 
@@ -371,14 +402,16 @@ def dp_scaling(r: sizing.Replica, requests_per_s: float, isl: int, osl: int,
     ``capacity_tokens_per_s`` (n × saturated throughput). Capacity grows n-fold; TPOT falls only to
     the batch-1 step, the floor that only a faster layout (more TP) lowers.
     """
-    lam = v.check_real("requests_per_s", requests_per_s, minimum=0.0, min_inclusive=False)
-    isl = v.check_int("isl", isl, minimum=1)
-    osl = v.check_int("osl", osl, minimum=1)
+    _check_replica(r)
+    lam = v.check_real("requests_per_s", requests_per_s, minimum=0.0, min_inclusive=False,
+                       maximum=1e6)
+    isl = v.check_int("isl", isl, minimum=1, maximum=10_000_000)
+    osl = v.check_int("osl", osl, minimum=1, maximum=10_000_000)
+    replicas = _degrees("replicas", replicas)
     sat = sizing.saturated_throughput(r, isl, osl)
     bmax = sat["batch"]
     rows = []
     for n in replicas:
-        n = v.check_int("replicas", n, minimum=1)
         need = lam * osl / n
         batch = tpot = None
         if bmax >= 1 and sat["output_tokens_per_s"] >= need:

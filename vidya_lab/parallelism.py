@@ -12,7 +12,9 @@ What is here (Megatron-style tensor parallelism, contiguous pipeline stages):
 * :func:`weight_params_per_gpu` — parameters stored on the fullest GPU (k/v projections replicated
   with their heads; embeddings vocabulary-parallel; the first stage holds the embedding and the last
   the output head).
-* :func:`ring_allreduce_time_s` — 2(n−1)/n · bytes / link bandwidth + a fixed latency.
+* :func:`ring_allreduce_time_s` — 2(n−1)/n · bytes / bus bandwidth + base + 2(n−1)·α: the
+  bandwidth term and the latency term of a ring over n GPUs (nccl-tests conventions; the figures
+  per link are in :mod:`vidya_lab.catalog.links`).
 * :func:`p2p_time_s` — one point-to-point send of activations between pipeline stages.
 * :func:`pipeline_bubble_fraction` — (p−1)/(m+p−1) of a pipeline's time is idle with m micro-batches.
 * :func:`layout_links` — which link each collective runs over: tp innermost inside a node of
@@ -22,8 +24,9 @@ What is here (Megatron-style tensor parallelism, contiguous pipeline stages):
   seconds) for TP and for PP: what the cost model (:mod:`vidya_lab.sizing`) adds to each step.
 
 References: Shoeybi et al., *Megatron-LM* (arXiv:1909.08053) for the TP split and its two
-all-reduces per layer; Patarasuk & Yuan (2009) for the ring all-reduce cost; Huang et al., *GPipe*
-(arXiv:1811.06965) for the bubble.
+all-reduces per layer; Patarasuk & Yuan (2009) for the ring all-reduce cost; NVIDIA nccl-tests
+``doc/PERFORMANCE.md`` for the bus-bandwidth convention; Huang et al., *GPipe* (arXiv:1811.06965)
+for the bubble.
 """
 
 from __future__ import annotations
@@ -43,6 +46,9 @@ from vidya_lab.catalog import (
     get_model,
     gpu_link,
 )
+
+#: Largest parallel degree any function here accepts (a 72-GPU NVLink domain is the largest real one).
+MAX_DEGREE = 1024
 
 #: All-reduces per transformer block under tensor parallelism (after attention, after the MLP).
 ALLREDUCES_PER_LAYER = 2
@@ -68,27 +74,35 @@ def check_layout(model: Model | str, tp: int, pp: int = 1) -> None:
         raise ValueError(f"pp must be <= {m.id}'s {m.n_layers} layers, got {pp}")
 
 
-def kv_heads_per_gpu(model: Model, tp: int) -> int:
+def _tp(tp) -> int:
+    return v.check_int("tp", tp, minimum=1, maximum=MAX_DEGREE)
+
+
+def kv_heads_per_gpu(model: Model | str, tp: int) -> int:
     """KV heads each GPU holds: kv/tp, or 1 (a replica of one head) when tp > kv heads."""
-    return max(1, math.ceil(model.n_kv_heads / tp))
+    return max(1, math.ceil(get_model(model).n_kv_heads / _tp(tp)))
 
 
-def layers_per_stage(model: Model, pp: int) -> int:
+def layers_per_stage(model: Model | str, pp: int) -> int:
     """Layers on the fullest pipeline stage: ceil(layers / pp)."""
-    return math.ceil(model.n_layers / pp)
+    m = get_model(model)
+    return math.ceil(m.n_layers / v.check_int("pp", pp, minimum=1, maximum=m.n_layers))
 
 
-def kv_replication(model: Model, tp: int) -> float:
+def kv_replication(model: Model | str, tp: int) -> float:
     """Stored KV heads over all tp GPUs ÷ the model's KV heads (1 unless tp > kv heads)."""
-    return kv_heads_per_gpu(model, tp) * tp / model.n_kv_heads
+    m = get_model(model)
+    return kv_heads_per_gpu(m, tp) * tp / m.n_kv_heads
 
 
-def layer_params_per_gpu(model: Model, tp: int, *, active: bool = False) -> float:
+def layer_params_per_gpu(model: Model | str, tp: int, *, active: bool = False) -> float:
     """Parameters of one block held (or, with ``active``, used per token) by one of tp GPUs.
 
     Everything splits 1/tp except the k/v projections, which split with their heads (and are
     replicated when tp > kv heads), and the norms, which every GPU keeps whole.
     """
+    model, tp = get_model(model), _tp(tp)
+    v.check_bool("active", active)
     kv = model.kv_projection_params_per_layer()
     split = model.layer_params(active=active) - kv - model.norm_params_per_layer()
     kv_per_gpu = kv * kv_heads_per_gpu(model, tp) / model.n_kv_heads
@@ -114,20 +128,31 @@ def weight_params_per_gpu(model: Model | str, tp: int = 1, pp: int = 1) -> float
     return blocks + ends
 
 
-def ring_allreduce_time_s(nbytes: float, n: int, link_bytes_per_s: float, latency_s: float) -> float:
+def ring_allreduce_time_s(nbytes: float, n: int, bus_bytes_per_s: float, hop_latency_s: float,
+                          base_latency_s: float = 0.0) -> float:
     """Time of one ring all-reduce of ``nbytes`` over ``n`` GPUs, seconds.
 
-    Formula: 2(n−1)/n · nbytes / link_bytes_per_s + latency_s; 0 when n = 1.
-    Each GPU sends and receives 2(n−1)/n of the buffer (reduce-scatter then all-gather).
+    Formula: 2(n−1)/n · nbytes / bus_bytes_per_s + base_latency_s + 2(n−1) · hop_latency_s;
+    0 when n = 1. Each GPU sends and receives 2(n−1)/n of the buffer (reduce-scatter then
+    all-gather), in 2(n−1) steps that each pay one hop's latency. ``bus_bytes_per_s`` is the bus
+    bandwidth nccl-tests reports (for a ring it approaches the per-direction link bandwidth).
     """
-    if n <= 1:
+    nbytes = v.check_real("nbytes", nbytes, minimum=0.0)
+    n = v.check_int("n", n, minimum=1, maximum=MAX_DEGREE)
+    bw = v.check_real("bus_bytes_per_s", bus_bytes_per_s, minimum=0.0, min_inclusive=False)
+    hop = v.check_real("hop_latency_s", hop_latency_s, minimum=0.0, maximum=1.0)
+    base = v.check_real("base_latency_s", base_latency_s, minimum=0.0, maximum=1.0)
+    if n == 1:
         return 0.0
-    return 2.0 * (n - 1) / n * nbytes / link_bytes_per_s + latency_s
+    return 2.0 * (n - 1) / n * nbytes / bw + base + 2 * (n - 1) * hop
 
 
 def p2p_time_s(nbytes: float, link_bytes_per_s: float, latency_s: float) -> float:
-    """One point-to-point transfer of ``nbytes`` between neighbouring pipeline stages, seconds."""
-    return nbytes / link_bytes_per_s + latency_s
+    """One point-to-point transfer of ``nbytes`` between neighbouring pipeline stages, seconds:
+    nbytes / link_bytes_per_s + latency_s."""
+    nbytes = v.check_real("nbytes", nbytes, minimum=0.0)
+    bw = v.check_real("link_bytes_per_s", link_bytes_per_s, minimum=0.0, min_inclusive=False)
+    return nbytes / bw + v.check_real("latency_s", latency_s, minimum=0.0, maximum=1.0)
 
 
 @dataclass(frozen=True)
@@ -169,9 +194,9 @@ def layout_links(gpu: GPU | str, tp: int, pp: int = 1, *, interconnect: Link | s
     gpus_per_node : GPUs in one server (default 8).
     """
     g = get_gpu(gpu)
-    tp = v.check_int("tp", tp, minimum=1)
-    pp = v.check_int("pp", pp, minimum=1)
-    gpn = v.check_int("gpus_per_node", gpus_per_node, minimum=1)
+    tp = _tp(tp)
+    pp = v.check_int("pp", pp, minimum=1, maximum=MAX_DEGREE)
+    gpn = v.check_int("gpus_per_node", gpus_per_node, minimum=1, maximum=MAX_DEGREE)
     intra = gpu_link(g) if interconnect is None else get_link(interconnect)
     inter = get_link(DEFAULT_INTER_NODE_LINK if inter_node is None else inter_node)
     nodes = math.ceil(tp * pp / gpn)
@@ -191,25 +216,28 @@ def comm_coefficients(model: Model | str, gpu: GPU | str, tp: int, pp: int = 1, 
     """Communication of one iteration as a linear function of its tokens T, seconds.
 
     Returns ``tp_s_per_token``, ``tp_fixed_s`` (all-reduces of one pipeline stage:
-    2·ceil(L/pp) rings, each 2(n−1)/n·T·d·bytes/BW + latency) and ``pp_s_per_token``, ``pp_fixed_s``
-    (the pp − 1 hand-offs, each T·d·bytes/BW + latency over the link it crosses). All zero at
-    tp = pp = 1. The cost model multiplies the fixed parts by its calibrated latency scale.
+    2·ceil(L/pp) rings, each 2(n−1)/n·T·d·bytes/busbw + base + 2(n−1)·hop over the TP link) and
+    ``pp_s_per_token``, ``pp_fixed_s`` (the pp − 1 hand-offs, each T·d·bytes/BW + latency over the
+    link it crosses). All zero at tp = pp = 1. The cost model multiplies the fixed parts by its
+    collective-latency scale (1 unless a sensitivity study moves it).
     """
     m = get_model(model)
     links = layout_links(gpu, tp, pp, interconnect=interconnect, inter_node=inter_node,
                          gpus_per_node=gpus_per_node)
-    act = m.d_model * activation_bytes
+    act = m.d_model * v.check_real("activation_bytes", activation_bytes, minimum=0.0,
+                                   min_inclusive=False, maximum=16.0)
     out = {"tp_s_per_token": 0.0, "tp_fixed_s": 0.0, "pp_s_per_token": 0.0, "pp_fixed_s": 0.0}
     if tp > 1:
         n_ar = ALLREDUCES_PER_LAYER * layers_per_stage(m, pp)
         link = links.tp_link
-        out["tp_s_per_token"] = n_ar * 2.0 * (tp - 1) / tp * act / link.bytes_per_s
-        out["tp_fixed_s"] = n_ar * link.latency_s
+        out["tp_s_per_token"] = n_ar * 2.0 * (tp - 1) / tp * act / link.allreduce_bus_bytes_per_s
+        out["tp_fixed_s"] = n_ar * link.allreduce_latency_s(tp)
     if pp > 1:
         a, b = links.intra, links.inter
         out["pp_s_per_token"] = (links.intra_node_sends * act / a.bytes_per_s
                                  + links.inter_node_sends * act / b.bytes_per_s)
-        out["pp_fixed_s"] = links.intra_node_sends * a.latency_s + links.inter_node_sends * b.latency_s
+        out["pp_fixed_s"] = (links.intra_node_sends * a.p2p_latency_s
+                             + links.inter_node_sends * b.p2p_latency_s)
     return out
 
 
@@ -220,7 +248,8 @@ def tp_comm_time_s(model: Model, gpu: GPU, tp: int, pp: int, tokens: float,
     Formula: 2 all-reduces × ceil(L/pp) layers × ring(tokens · d_model · activation_bytes) over the
     layout's TP link (:func:`layout_links`; ``links`` are its keyword arguments).
     """
-    if tp <= 1 or tokens <= 0:
+    tokens = v.check_real("tokens", tokens, minimum=0.0)
+    if _tp(tp) <= 1 or tokens == 0:
         return 0.0
     c = comm_coefficients(model, gpu, tp, pp, activation_bytes=activation_bytes, **links)
     return c["tp_s_per_token"] * tokens + c["tp_fixed_s"]
@@ -233,7 +262,8 @@ def pp_comm_time_s(model: Model, gpu: GPU, pp: int, tokens: float,
     Each send goes over the intra-node link, or the inter-node one when it crosses a node boundary
     (which depends on ``tp``: see :func:`layout_links`).
     """
-    if pp <= 1 or tokens <= 0:
+    tokens = v.check_real("tokens", tokens, minimum=0.0)
+    if v.check_int("pp", pp, minimum=1, maximum=MAX_DEGREE) <= 1 or tokens == 0:
         return 0.0
     c = comm_coefficients(model, gpu, tp, pp, activation_bytes=activation_bytes, **links)
     return c["pp_s_per_token"] * tokens + c["pp_fixed_s"]
@@ -241,6 +271,6 @@ def pp_comm_time_s(model: Model, gpu: GPU, pp: int, tokens: float,
 
 def pipeline_bubble_fraction(pp: int, microbatches: int) -> float:
     """Fraction of a pipeline's time that stages sit idle: (p−1)/(m+p−1) (GPipe)."""
-    pp = v.check_int("pp", pp, minimum=1)
-    microbatches = v.check_int("microbatches", microbatches, minimum=1)
+    pp = v.check_int("pp", pp, minimum=1, maximum=MAX_DEGREE)
+    microbatches = v.check_int("microbatches", microbatches, minimum=1, maximum=10**9)
     return (pp - 1) / (microbatches + pp - 1)

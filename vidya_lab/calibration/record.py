@@ -1,0 +1,141 @@
+"""Refit, measure the fit on rows it did not see, probe its sensitivity, and write calibration.json.
+
+``python -m vidya_lab.calibration`` runs :func:`write_calibration` onto the package's own file.
+
+Sensitivity (:func:`sensitivity`): each fitted parameter is pinned at both ends of its plausible
+range and the others refitted; so is the (measured, unfitted) collective latency scale. For each
+case the record keeps the loss, the median throughput error, and what chapter 3's layout lesson
+becomes: the cheapest layout for Llama-3.1-70B on H100 at 5 requests/s, and whether the
+tensor-parallel layout inside one node still ranks ahead of every pipeline layout of the same size.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from importlib import resources
+from pathlib import Path
+
+from vidya_lab import _validate as v
+from vidya_lab import catalog, sizing
+from vidya_lab.calibration.fit import (
+    FITTED,
+    bound_violations,
+    fit,
+    fit_errors,
+    loss,
+    throughput_error,
+    timing_rows,
+)
+from vidya_lab.calibration.rows import split
+from vidya_lab.sizing import PARAMETERS, Calibration
+
+NAME = "fitted on published timing rows (TensorRT-LLM v0.9 and v0.14; fit side of the split)"
+#: Chapter 3's question the sensitivity study re-asks under each pinned parameter.
+LAYOUT_QUESTION = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "peak_rps": 5.0, "isl": 2048,
+                   "osl": 256, "ttft_target_s": 2.0, "tpot_target_s": 0.1}
+
+
+def _describe(row) -> str:
+    cond = (f"batch {row.batch_size}" if row.batch_size else
+            f"QPS={row.offered_qps:g}" if row.offered_qps is not None else "")
+    return (f"{row.source}: {row.model} {row.precision} on {row.tp or 1} x {row.gpu}, "
+            f"{row.isl}/{row.osl} {cond}".strip())
+
+
+def layout_lesson(calibration: Calibration) -> dict:
+    """Chapter 3's ranking under ``calibration``: the first layout, and whether TP-in-a-node beats
+    every pipeline layout with the same number of GPUs per replica."""
+    from vidya_lab import layouts
+
+    q = LAYOUT_QUESTION
+    ranked = layouts.search_layouts(q["model"], q["gpu"], peak_rps=q["peak_rps"], isl=q["isl"],
+                                    osl=q["osl"], ttft_target_s=q["ttft_target_s"],
+                                    tpot_target_s=q["tpot_target_s"], calibration=calibration)
+    order = [x.label for x in ranked]
+    tp_first = True
+    for x in ranked:
+        if x.pp == 1 and x.tp <= catalog.GPUS_PER_NODE:
+            rivals = [y for y in ranked if y.pp > 1 and y.gpus_per_replica == x.gpus_per_replica]
+            tp_first &= all(order.index(x.label) < order.index(y.label) for y in rivals)
+    return {"first": order[0] if order else None, "tp_in_node_ranks_first": tp_first,
+            "order": order[:8]}
+
+
+def sensitivity(fit_rows=None) -> list[dict]:
+    """Refit with each parameter pinned at each end of its range (module docstring)."""
+    rows = split(timing_rows())[0] if fit_rows is None else fit_rows
+    out = []
+    for name in (*FITTED, "collective_latency_scale"):
+        p = PARAMETERS[name]
+        for end, value in (("low", p.low), ("high", p.high)):
+            if name in FITTED:
+                cal = fit(rows, pinned={name: value}, rounds=4, name=f"{name}={value:g}")
+            else:
+                template = Calibration(memory_ceiling="achievable", collective_latency_scale=value,
+                                       name="template")
+                cal = fit(rows, rounds=4, template=template, name=f"{name}={value:g}")
+            out.append({"parameter": name, "end": end, "value": value,
+                        "loss": loss(cal, rows),
+                        "median_throughput_error": throughput_error(cal)["median_abs_rel_error"],
+                        "refitted": {n: cal.parameters()[n] for n in FITTED},
+                        "layout_lesson": layout_lesson(cal)})
+    return out
+
+
+def build_document(*, with_sensitivity: bool = True) -> dict:
+    """Everything calibration.json holds, computed afresh."""
+    rows = timing_rows()
+    fit_rows, held = split(rows)
+    cal = fit(fit_rows, name=NAME)
+    per_gpu = Counter(catalog.gpu_id_for(r.gpu) for r in rows)
+    doc = {
+        "name": NAME,
+        "about": ("Achieved fractions of the hardware's ceilings and fixed costs of the cost model, "
+                  "fitted by `python -m vidya_lab.calibration` (least squares on "
+                  "log(predicted/measured), each parameter inside its plausible range) on the fit "
+                  "side of the packaged timing rows; one configuration in four is held out. Errors "
+                  "are (predicted - measured) / measured."),
+        "parameters": cal.parameters(),
+        "ranges": {n: {"low": p.low, "high": p.high, "unit": p.unit, "fitted": p.fitted,
+                       "meaning": p.meaning, "source": p.source} for n, p in PARAMETERS.items()},
+        "errors": fit_errors(cal, fit_rows),
+        "validation_errors": fit_errors(cal, held),
+        "all_errors": fit_errors(cal, rows),
+        "throughput_error": {"fit": throughput_error(cal, fit_rows),
+                             "held_out": throughput_error(cal, held),
+                             "all": throughput_error(cal, rows)},
+        "held_out": sorted({_describe(r) for r in held}),
+        "physical_bound_violations": bound_violations(rows),
+        "n_rows": len(rows), "n_fit_rows": len(fit_rows), "n_held_out_rows": len(held),
+        "timing_rows_per_gpu": dict(sorted(per_gpu.items())),
+        "layout_lesson": layout_lesson(cal),
+    }
+    if with_sensitivity:
+        doc["sensitivity"] = sensitivity(fit_rows)
+    return doc
+
+
+def write_calibration(path, *, with_sensitivity: bool = True) -> dict:
+    """Refit and write the calibration document to ``path`` (required: no silent default),
+    atomically; return what was written."""
+    target = v.check_output_file("path", path)
+    doc = build_document(with_sensitivity=with_sensitivity)
+    v.atomic_write_text(target, json.dumps(doc, indent=2) + "\n")
+    return doc
+
+
+def package_file() -> Path:
+    """The package's own calibration.json (what ``python -m vidya_lab.calibration`` rewrites)."""
+    return Path(__file__).resolve().parents[1] / "data" / sizing.CALIBRATION_FILE
+
+
+def stored_document() -> dict:
+    """calibration.json as stored in the package."""
+    text = resources.files("vidya_lab").joinpath("data", sizing.CALIBRATION_FILE).read_text()
+    return json.loads(text)
+
+
+def recorded_errors() -> dict:
+    """The fit-side errors stored in calibration.json when it was fitted."""
+    return stored_document()["errors"]

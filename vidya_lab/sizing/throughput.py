@@ -1,0 +1,188 @@
+"""What a busy replica delivers, and how many replicas a peak load needs.
+
+A saturated replica holds B decoding sequences of isl-token prompts and osl-token answers. Every
+iteration each of them gains a token; B/osl of them finish per iteration on average and as many
+waiting prompts take their place, so over one *cycle* of osl iterations the replica must also
+prefill B·isl prompt tokens. With chunked prefill (vLLM V1's only mode) an iteration carries the B
+decodes and fills the rest of its token budget C with prompt chunks, so
+
+    mixed iterations per cycle  n_mix = B·isl / (C − B)
+    cycle time                  = n_mix · t_mixed + (osl − n_mix) · t_decode        (n_mix ≤ osl)
+    output tokens/s             = B·osl / cycle,   mean TPOT = cycle / osl
+
+When n_mix would exceed osl the budget, not memory, limits the batch: prefill cannot keep up, and
+the batch settles where it can, B' = osl·C/(isl + osl), with every iteration mixed. Averaging the
+two kinds of iteration (not the work: t(mean work) < mean t(work), since a step time is a maximum of
+two straight lines) is what keeps this close to the iteration-level simulator of chapter 5.
+
+Capacity — one definition for the whole book: the request rate one replica sustains while its
+steady TPOT meets the target (:func:`capacity_rps`). Utilisation = offered request rate ÷
+(replicas × capacity). A request's TPOT is the mean of its ~osl steps, so at a steady load it
+varies little between requests; this module compares that steady MEAN with the target and leaves
+the p99 to the simulators (chapters 5 and 6), which is why the capstone confirms every plan there.
+"""
+
+from __future__ import annotations
+
+import math
+
+from vidya_lab import _validate as v
+from vidya_lab.sizing.latency import MAX_TOKENS, ttft_s
+from vidya_lab.sizing.replica import Replica, _as_replica, max_concurrent_sequences
+
+#: Largest request rate the sizing functions accept, requests/s (a million: far beyond any fleet).
+MAX_REQUESTS_PER_S = 1e6
+
+
+def _lengths(isl, osl) -> tuple[int, int]:
+    return (v.check_int("isl", isl, minimum=1, maximum=MAX_TOKENS),
+            v.check_int("osl", osl, minimum=1, maximum=MAX_TOKENS))
+
+
+def cycle(r: Replica, batch: float, isl: int, osl: int) -> dict:
+    """The steady cycle of a saturated replica holding ``batch`` decoding sequences (module formula).
+
+    Returns ``batch`` (the batch it settles at: ``batch`` or the budget-limited B'),
+    ``budget_limited`` (bool), ``mixed_fraction`` (share of iterations carrying prompt chunks),
+    ``step_decode_s``, ``step_mixed_s``, ``step_s`` (mean iteration = mean TPOT) and
+    ``output_tokens_per_s``.
+    """
+    budget = r.max_batched_tokens
+    b = min(float(batch), budget - 1.0)
+    limited = False
+    if b * isl / (budget - b) > osl:  # prefill cannot keep up: the batch shrinks to B'
+        b, limited = osl * budget / (isl + osl), True
+    chunk = min(budget - b, b * isl / osl) if limited else budget - b
+    n_mix = min(float(osl), b * isl / chunk)
+    c_eff = min(chunk, isl)
+    per_prompt_kv = isl * (isl / c_eff + 1) / 2   # KV tokens the chunks of one prompt read
+    share = chunk / isl                           # prompts' worth of prefill per mixed iteration
+    ctx = isl + osl / 2.0                         # mean context of a decoding sequence
+    t_dec = r.step_time_s(0, 0, 0, 0, b, b * ctx)
+    t_mix = r.step_time_s(chunk, share * isl * (isl + 1) / 2, share * per_prompt_kv, share, b,
+                          b * ctx)
+    total = n_mix * t_mix + (osl - n_mix) * t_dec
+    return {"batch": b, "budget_limited": limited, "mixed_fraction": n_mix / osl,
+            "step_decode_s": t_dec, "step_mixed_s": t_mix, "step_s": total / osl,
+            "output_tokens_per_s": b * osl / total}
+
+
+def steady_tpot_s(r: Replica, batch: float, isl: int, osl: int) -> float:
+    """Mean TPOT of a saturated replica holding ``batch`` sequences of isl-token prompts and
+    osl-token answers, seconds: the mean iteration of :func:`cycle`."""
+    _as_replica(r)
+    b = v.check_real("batch", batch, minimum=0.0, min_inclusive=False, maximum=r.max_num_seqs)
+    isl, osl = _lengths(isl, osl)
+    return cycle(r, b, isl, osl)["step_s"]
+
+
+def saturated_throughput(r: Replica, isl: int, osl: int) -> dict:
+    """Offline (saturated) output throughput of one replica with continuous batching.
+
+    Batch = min(KV-limited sequences of isl+osl tokens, ``max_num_seqs``), then :func:`cycle`.
+    Returns ``batch``, ``limited_by`` ("memory", "engine cap" or "token budget"), ``step_s`` (mean
+    iteration), ``output_tokens_per_s`` (per replica), ``tpot_s`` and ``mixed_fraction``. Zero
+    throughput when not even one sequence fits.
+    """
+    _as_replica(r)
+    isl, osl = _lengths(isl, osl)
+    kv_limit = max_concurrent_sequences(r, min(isl + osl, r.model.max_context_tokens))
+    if isl + osl > r.model.max_context_tokens:
+        kv_limit = 0
+    batch = min(kv_limit, r.max_num_seqs)
+    if batch < 1 or not r.weights_fit:
+        return {"batch": 0, "limited_by": "memory", "step_s": math.inf,
+                "output_tokens_per_s": 0.0, "tpot_s": math.inf, "mixed_fraction": 0.0}
+    cyc = cycle(r, batch, isl, osl)
+    limited = ("token budget" if cyc["budget_limited"]
+               else "memory" if kv_limit < r.max_num_seqs else "engine cap")
+    return {"batch": int(cyc["batch"]) if cyc["budget_limited"] else batch, "limited_by": limited,
+            "step_s": cyc["step_s"], "output_tokens_per_s": cyc["output_tokens_per_s"],
+            "tpot_s": cyc["step_s"], "mixed_fraction": cyc["mixed_fraction"]}
+
+
+def slo_batch(r: Replica, isl: int, osl: int, tpot_target_s: float | None) -> int:
+    """The largest batch a replica may run at: saturated, and (if a target is given) with its steady
+    mean TPOT at or under ``tpot_target_s``. 0 when nothing fits; a ``ValueError`` when even batch 1
+    misses the target."""
+    sat = saturated_throughput(r, isl, osl)
+    bmax = sat["batch"]
+    if bmax < 1 or tpot_target_s is None:
+        return bmax
+    slo = v.check_real("tpot_target_s", tpot_target_s, minimum=0.0, min_inclusive=False)
+    lo, hi = 0, bmax  # largest batch with steady TPOT <= slo (monotone in batch)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if cycle(r, mid, isl, osl)["step_s"] <= slo:
+            lo = mid
+        else:
+            hi = mid - 1
+    if lo < 1:
+        raise ValueError(f"tpot target {slo} s is below the batch-1 step time "
+                         f"{cycle(r, 1, isl, osl)['step_s']:.4g} s of this replica")
+    return lo
+
+
+def capacity_rps(r: Replica, isl: int, osl: int, tpot_target_s: float | None = None) -> float:
+    """Capacity: requests/s one replica sustains at its :func:`slo_batch` (0 when nothing fits).
+
+    Formula: output tokens/s of :func:`cycle` at that batch ÷ osl. Utilisation everywhere in the
+    book is offered requests/s ÷ (replicas × this).
+    """
+    _as_replica(r)
+    isl, osl = _lengths(isl, osl)
+    b = slo_batch(r, isl, osl, tpot_target_s)
+    return 0.0 if b < 1 else cycle(r, b, isl, osl)["output_tokens_per_s"] / osl
+
+
+def cost_per_hour_usd(r: Replica, replicas: int = 1) -> float:
+    """Rental cost of ``replicas`` replicas for one hour, USD (catalog on-demand price × GPUs)."""
+    _as_replica(r)
+    n = v.check_int("replicas", replicas, minimum=1, maximum=1_000_000)
+    return n * r.n_gpus * r.gpu.price_per_hour_usd
+
+
+def cost_per_million_output_tokens(r: Replica, isl: int, osl: int) -> float:
+    """USD per 1e6 output tokens at saturated throughput: price/hour ÷ (3600 · tokens/s) × 1e6."""
+    tput = saturated_throughput(r, isl, osl)["output_tokens_per_s"]
+    if tput <= 0:
+        return math.inf
+    return cost_per_hour_usd(r) / (3600.0 * tput) * 1e6
+
+
+def gpus_for_peak_load(r: Replica, requests_per_s: float, isl: int, osl: int, *,
+                       tpot_slo_s: float | None = None, utilisation: float = 0.8) -> dict:
+    """GPUs needed to serve a peak load at a utilisation (headroom kept for bursts).
+
+    Each replica runs at :func:`slo_batch`; its capacity is :func:`capacity_rps`; replicas =
+    ceil(λ / (capacity · utilisation)). Little's law gives the sequences in flight:
+    L = λ · (TTFT + osl · TPOT).
+
+    Returns ``replicas``, ``gpus``, ``batch_per_replica``, ``tokens_per_s_per_replica``,
+    ``capacity_rps_per_replica``, ``tpot_s`` (steady mean), ``ttft_s`` (idle floor),
+    ``in_flight_sequences`` (Little), ``utilisation``, ``cost_per_hour_usd``,
+    ``cost_per_million_output_tokens_usd``.
+    """
+    _as_replica(r)
+    lam = v.check_real("requests_per_s", requests_per_s, minimum=0.0, min_inclusive=False,
+                       maximum=MAX_REQUESTS_PER_S)
+    isl, osl = _lengths(isl, osl)
+    u = v.check_fraction("utilisation", utilisation, allow_zero=False)
+    batch = slo_batch(r, isl, osl, tpot_slo_s)
+    if batch < 1:
+        raise ValueError(f"{r.model.id} does not fit on {r.n_gpus} x {r.gpu.id} with "
+                         f"{isl + osl}-token sequences; choose more GPUs per replica")
+    cyc = cycle(r, batch, isl, osl)
+    per_replica = cyc["output_tokens_per_s"]
+    capacity = per_replica / osl
+    replicas = math.ceil(lam / (capacity * u))
+    v.check_work("replicas for this load", replicas, 1_000_000, unit="replicas")
+    ttft = ttft_s(r, isl)
+    gpus = replicas * r.n_gpus
+    hourly = cost_per_hour_usd(r, replicas)
+    return {"replicas": replicas, "gpus": gpus, "batch_per_replica": batch,
+            "tokens_per_s_per_replica": per_replica, "capacity_rps_per_replica": capacity,
+            "tpot_s": cyc["step_s"], "ttft_s": ttft,
+            "in_flight_sequences": lam * (ttft + osl * cyc["step_s"]), "utilisation": u,
+            "cost_per_hour_usd": hourly,
+            "cost_per_million_output_tokens_usd": hourly / (3600.0 * lam * osl) * 1e6}
