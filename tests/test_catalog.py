@@ -126,7 +126,7 @@ def test_precisions_bytes():
 @pytest.mark.parametrize("getter, bad, known", [
     (catalog.get_model, "llama-4", "llama-3.1-70b"),
     (catalog.get_gpu, "h300", "h100-sxm"),
-    (catalog.get_precision, "fp4", "int4"),
+    (catalog.get_precision, "fp2", "int4"),
 ])
 def test_unknown_id_lists_known_ids(getter, bad, known):
     with pytest.raises(KeyError, match=known):

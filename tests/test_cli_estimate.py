@@ -22,7 +22,7 @@ def test_estimate_json_is_the_function_dict(capsys):
     got = _json(capsys, argv)
     want = sizing.estimate("llama-3.1-70b", "h100-sxm", gpus=8, tp=4, precision="fp8",
                            kv_precision="fp8", isl=3000, osl=300, batch=16)
-    assert list(got) == list(sizing.ESTIMATE_KEYS)
+    assert list(got)[:len(sizing.ESTIMATE_KEYS)] == list(sizing.ESTIMATE_KEYS)
     assert got == pytest.approx(want)
     assert got["kv_bytes_per_token"] == 163_840
 
@@ -49,7 +49,7 @@ def test_not_fitting_is_an_answer_not_an_error(capsys):
      "tp must divide"),
     (["--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4", "--gpus", "6"],
      "gpus must be a multiple of tp x pp = 4, got 6"),
-    (["--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--precision", "fp4"], "unknown precision"),
+    (["--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--precision", "fp2"], "unknown precision"),
     (["--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--isl", "0"], "isl must be"),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys, extra, message):

@@ -25,12 +25,16 @@ def _fits(model, gpu, tp, pp=1, precision="bf16", memory_rule="vllm", isl=2048, 
 # ----------------------------------------------------------------------------- published facts
 
 @pytest.mark.parametrize("gpu", ["h100-sxm", "a100-80gb"])
-def test_tanvis_70b_in_bf16_does_not_fit_one_80gb_gpu(gpu):
+def test_tanvis_70b_in_bf16_needs_two_80gb_gpus(gpu):
     assert sizing.weights_bytes(TANVI.model_id, "bf16") > catalog.get_gpu(gpu).hbm_bytes
     assert not _fits(TANVI.model_id, gpu, 1)
     assert not _fits(TANVI.model_id, gpu, 1, memory_rule="trtllm")
-    # TP=2 leaves 70.6 GB of weights per GPU: over vLLM's 90% of 80 GB once activations are added
-    assert not _fits(TANVI.model_id, gpu, 2)
+    # TP=2 leaves 70.6e9 bytes of weights per GPU; the device reports ~85.5e9 (not the decimal
+    # "80 GB"), so vLLM's 90 % leaves a few GB for the cache: a handful of Tanvi's conversations
+    # (TensorRT-LLM's published Llama-70B TP2 rows run on A100 and H100), not "not one"
+    assert _fits(TANVI.model_id, gpu, 2, isl=3550, osl=350)
+    r = sizing.Replica(TANVI.model_id, gpu, tp=2)
+    assert 3 <= sizing.max_concurrent_sequences(r, 3900) <= 20
     assert _fits(TANVI.model_id, gpu, 4) and _fits(TANVI.model_id, gpu, 2, 2)
 
 
@@ -237,12 +241,15 @@ def test_allreduce_costs_more_on_pcie_than_nvlink():
 def test_pipeline_schedule_latency_throughput_and_bubble():
     r = sizing.Replica(TANVI.model_id, "h100-sxm", tp=1, pp=4, precision="fp8")
     full = layouts.pipeline_schedule(r, 64, 3550)
-    assert full["microbatches"] == 4 and full["idle_fraction"] == 0.0
-    # at m = pp it is exactly the cost model's step for a micro-batch of batch/pp sequences
+    assert full["microbatches"] == 4
+    # with m = pp micro-batches each stage idles only while the host works and the hand-offs travel
+    assert full["idle_fraction"] == pytest.approx(1 - 4 * full["stage_s"] / full["tpot_s"])
+    assert 0 < full["idle_fraction"] < 0.1
+    # at m = pp it is exactly the cost model's iteration of the whole batch
     assert full["tpot_s"] == pytest.approx(
-        sizing.iteration_time_s(r, decode_contexts=[3550] * 16))
+        sizing.iteration_time_s(r, decode_contexts=[3550] * 64))
     one = layouts.pipeline_schedule(r, 64, 3550, microbatches=1)
-    assert one["idle_fraction"] == 0.75 and one["gpipe_bubble"] == pytest.approx(3 / 4)
+    assert one["idle_fraction"] >= 0.75 and one["gpipe_bubble"] == pytest.approx(3 / 4)
     assert one["tokens_per_s"] < full["tokens_per_s"]
     assert layouts.pipeline_schedule(r, 64, 3550, 2)["gpipe_bubble"] == pytest.approx(3 / 5)
     # PP does not lower latency: 4 stages in sequence are no faster than one GPU holding it all
@@ -300,3 +307,34 @@ def test_tpot_parts_add_up_to_the_step(tp, pp, batch, ctx, gpu, link):
     assert parts["total_s"] == pytest.approx(sizing.decode_step_time_s(r, batch, ctx), rel=1e-12)
     assert all(parts[k] >= 0 for k in layouts.TPOT_PARTS)
     assert (parts["communication_s"] == 0) == (tp == 1 and pp == 1)
+
+
+def test_tensor_parallel_inside_a_node_ranks_ahead_of_pipelines_of_its_size():
+    """Issue 14: `vidya-lab layouts --model llama-3.1-70b --gpu h100-sxm --peak-rps 5`.
+
+    The reason, in the cost model's own numbers: at equal cost, TP's GPUs all work on every token,
+    so a lone request streams (batch-1 TPOT) and is answered (TTFT) faster than through pipeline
+    stages that take turns (the bubble), while the all-reduces TP pays cost less than that."""
+    ranked = layouts.search_layouts("llama-3.1-70b", "h100-sxm", peak_rps=5,
+                                    isl=TANVI.prompt_tokens_mean, osl=TANVI.answer_tokens_mean,
+                                    ttft_target_s=TANVI.ttft_target_s,
+                                    tpot_target_s=TANVI.tpot_target_s)
+    assert ranked[0].pp == 1 and ranked[0].tp <= catalog.GPUS_PER_NODE
+    pos = {x.label: i for i, x in enumerate(ranked)}
+    checked = 0
+    for tp_layout in (x for x in ranked if x.pp == 1 and x.tp <= catalog.GPUS_PER_NODE):
+        for pipe in (y for y in ranked if y.pp > 1 and y.gpus_per_replica == tp_layout.gpus_per_replica):
+            assert pos[tp_layout.label] < pos[pipe.label], (tp_layout.label, pipe.label)
+            assert tp_layout.min_tpot_s < pipe.min_tpot_s and tp_layout.ttft_s < pipe.ttft_s
+            checked += 1
+    assert checked >= 3
+
+
+def test_pipelines_pay_where_memory_or_nodes_force_them():
+    # 405B in bf16 does not fit one 8 x H100 node: the cheapest layout spans two nodes, with the
+    # pipeline cut between them (TP inside the node, PP across), as vLLM runs it (facts.md)
+    ranked = layouts.search_layouts("llama-3.1-405b", "h100-sxm", peak_rps=1, isl=2048, osl=256,
+                                    ttft_target_s=5, tpot_target_s=0.2)
+    first = ranked[0]
+    assert first.gpus_per_replica == 16 and first.tp == 8 and first.pp == 2
+    assert first.nodes_per_replica == 2

@@ -68,28 +68,65 @@ def test_pipeline_stage_holds_its_share():
 
 
 def test_ring_allreduce_hand_value():
-    # 8 GPUs, 1 GB, 100 GB/s per direction: 2*7/8*1e9/1e11 = 17.5 ms, plus 5 µs
-    assert par.ring_allreduce_time_s(1e9, 8, 1e11, 5e-6) == pytest.approx(0.0175 + 5e-6)
-    assert par.ring_allreduce_time_s(1e9, 1, 1e11, 5e-6) == 0.0
+    # 8 GPUs, 1 GB, 100 GB/s bus bandwidth: 2*7/8*1e9/1e11 = 17.5 ms, plus the latency term:
+    # base 3 µs + 2(n-1) = 14 ring steps of 0.5 µs
+    assert par.ring_allreduce_time_s(1e9, 8, 1e11, 0.5e-6, 3e-6) == pytest.approx(
+        0.0175 + 3e-6 + 14 * 0.5e-6)
+    assert par.ring_allreduce_time_s(1e9, 1, 1e11, 0.5e-6, 3e-6) == 0.0
+    # the latency term grows with the GPU count, as 2(n-1) hops
+    small = [par.ring_allreduce_time_s(16, n, 1e11, 1e-6) for n in (2, 4, 8)]
+    assert small == pytest.approx([2e-6 + 2 * 16 / 2 / 1e11 * 1, 6e-6 + 16 * 1.5 / 1e11,
+                                   14e-6 + 16 * 1.75 / 1e11])
+
+
+@pytest.mark.parametrize("args, match", [
+    ((-1e9, 4, 450e9, 1e-6), "nbytes must be >= 0"),
+    ((1e6, 4, -1.0, 1e-6), "bus_bytes_per_s must be > 0"),
+    ((1e6, 4, 450e9, -1.0), "hop_latency_s must be >= 0"),
+    ((float("nan"), 4, 450e9, 1e-6), "nbytes must be finite"),
+    ((1e6, 0, 450e9, 1e-6), "n must be an integer >= 1"),
+])
+def test_ring_allreduce_refuses_nonsense(args, match):
+    with pytest.raises(ValueError, match=match):
+        par.ring_allreduce_time_s(*args)
+
+
+def test_p2p_and_layer_counts_refuse_nonsense():
+    with pytest.raises(ValueError, match="nbytes must be >= 0"):
+        par.p2p_time_s(-1e9, 450e9, 1e-5)
+    with pytest.raises(ValueError, match="latency_s"):
+        par.p2p_time_s(1e9, 450e9, float("nan"))
+    with pytest.raises(ValueError, match="tp must be an integer >= 1"):
+        par.layer_params_per_gpu(L70, -1)
+    with pytest.raises(ValueError, match="tp must be an integer >= 1"):
+        par.kv_heads_per_gpu(L70, 0)
+    with pytest.raises(TypeError, match="active must be True or False"):
+        par.layer_params_per_gpu(L70, 2, active="yes")
 
 
 @settings(max_examples=40, deadline=None)
 @given(nbytes=st.floats(0, 1e10), n=st.integers(2, 64), more=st.floats(0, 1e9))
 def test_ring_allreduce_monotone_and_above_latency(nbytes, n, more):
-    t = par.ring_allreduce_time_s(nbytes, n, 450e9, 5e-6)
-    assert t >= 5e-6
-    assert par.ring_allreduce_time_s(nbytes + more, n, 450e9, 5e-6) >= t
+    t = par.ring_allreduce_time_s(nbytes, n, 450e9, 0.2e-6, 3e-6)
+    assert t >= 3e-6 + 2 * (n - 1) * 0.2e-6
+    assert par.ring_allreduce_time_s(nbytes + more, n, 450e9, 0.2e-6, 3e-6) >= t
     # a ring of n never moves more than 2x the buffer per GPU
-    assert t <= 2 * nbytes / 450e9 + 5e-6 + 1e-15
+    assert t <= 2 * nbytes / 450e9 + 3e-6 + 2 * (n - 1) * 0.2e-6 + 1e-15
 
 
 def test_tp_and_pp_comm_times():
     h100 = catalog.get_gpu("h100-sxm")
-    one = par.ring_allreduce_time_s(100 * 8192 * 2, 4, h100.interconnect_bytes_per_s, 5e-6)
+    nvl = catalog.get_link("nvlink4")
+    # hand-derived from the link's measured figures: ring bus bandwidth 370 GB/s, small-message
+    # time 3.5 µs + 2(n-1) x 0.17 µs (engine custom all-reduce), sends 3.7 µs + bytes / 450 GB/s
+    assert (nvl.allreduce_bus_bytes_per_s, nvl.allreduce_base_s, nvl.allreduce_hop_s) == (
+        370e9, 3.5e-6, 0.17e-6)
+    one = 2 * 3 / 4 * 100 * 8192 * 2 / 370e9 + 3.5e-6 + 6 * 0.17e-6
     assert par.tp_comm_time_s(L70, h100, 4, 1, 100) == pytest.approx(160 * one)
+    assert nvl.allreduce_time_s(100 * 8192 * 2, 4) == pytest.approx(one)
     assert par.tp_comm_time_s(L70, h100, 1, 1, 100) == 0.0
     assert par.pp_comm_time_s(L70, h100, 3, 100) == pytest.approx(
-        2 * (100 * 8192 * 2 / 450e9 + 5e-6))
+        2 * (100 * 8192 * 2 / 450e9 + 3.7e-6))
 
 
 def test_pipeline_bubble():
@@ -128,7 +165,22 @@ def test_catalog_links_agree_with_gpus():
     assert catalog.get_link("pcie4").bytes_per_s == L40S.interconnect_bytes_per_s == 32e9
     # facts.md: 400 GB/s of InfiniBand egress per 8-GPU H100 node -> 50 GB/s behind each GPU
     assert catalog.get_link("infiniband-ndr").bytes_per_s == 400e9 / 8
-    assert catalog.gpu_link("l40s").name == "PCIe Gen4 x16"
+    assert catalog.gpu_link("l40s").name == "PCIe Gen4 x16 (L40S)"
+    for link in catalog.LINKS.values():  # a ring never beats the line rate
+        assert link.allreduce_bus_bytes_per_s <= link.bytes_per_s, link.id
+        assert link.source
+
+
+def test_measured_collectives_are_reproduced():
+    """The link figures reproduce the measurements they were read from (device_measurements.csv)."""
+    nvl, xgmi = catalog.get_link("nvlink4"), catalog.get_link("xgmi-mi300x")
+    # engine custom all-reduce on H100, small messages: 3.7-3.9 µs at 2 GPUs, 5.7-5.9 µs at 8
+    assert 3.7e-6 <= nvl.allreduce_latency_s(2) <= 3.9e-6
+    assert 5.7e-6 <= nvl.allreduce_latency_s(8) <= 5.9e-6
+    # RCCL on 8 x MI300X: an 8 MB all-reduce took 91.1 µs (crickett-hpe/hpc-ai-envs PR #30)
+    assert xgmi.allreduce_time_s(8_388_608, 8) == pytest.approx(91.1e-6, rel=0.02)
+    # InfiniBand NDR: 46-49 µs for a small all-reduce over 2 x 8 GPUs
+    assert 46e-6 <= catalog.get_link("infiniband-ndr").allreduce_latency_s(16) <= 49.4e-6
     with pytest.raises(KeyError, match="unknown link"):
         catalog.get_link("carrier-pigeon")
 
@@ -144,30 +196,29 @@ def test_communication_is_zero_at_tp1_pp1():
 def test_allreduce_over_pcie_versus_nvlink_hand_values():
     # one decode token of Llama-3.1-70B at TP=4: 160 all-reduces of 8192 x 2 bytes
     tokens, nbytes = 1, 8192 * 2
-    nvl = 160 * (2 * 3 / 4 * nbytes / 450e9 + 5e-6)
-    pcie = 160 * (2 * 3 / 4 * nbytes / 32e9 + 10e-6)
+    nvl = 160 * (2 * 3 / 4 * nbytes / 370e9 + 3.5e-6 + 6 * 0.17e-6)
+    pcie = 160 * (2 * 3 / 4 * nbytes / 20e9 + 3.5e-6 + 6 * 2.6e-6)
     assert par.tp_comm_time_s(L70, H100, 4, 1, tokens) == pytest.approx(nvl)
     assert par.tp_comm_time_s(L70, L40S, 4, 1, tokens) == pytest.approx(pcie)
     # the same H100s forced onto PCIe pay PCIe's bandwidth and latency
     assert par.tp_comm_time_s(L70, H100, 4, 1, tokens, interconnect="pcie4") == pytest.approx(pcie)
-    # at 4096 tokens (a prefill chunk) bandwidth dominates: PCIe is ~14x NVLink's 450/32
+    # at 4096 tokens (a prefill chunk) bandwidth dominates: PCIe is ~18x NVLink's 370/20
     big_ratio = (par.tp_comm_time_s(L70, L40S, 4, 1, 4096)
                  / par.tp_comm_time_s(L70, H100, 4, 1, 4096))
-    assert 13 < big_ratio < 450 / 32
+    assert 17 < big_ratio < 370 / 20
 
 
 def test_tp_across_nodes_and_pp_hand_off_over_infiniband():
     ib = catalog.get_link("infiniband-ndr")
     t = 100 * 8192 * 2  # bytes of 100 tokens' activations
-    # TP16: 160 rings, each limited by the InfiniBand hop
+    # TP16: 160 rings, each limited by the InfiniBand hop: 47 GB/s, 3.5 µs + 30 x 1.48 µs
     assert par.tp_comm_time_s(L70, H100, 16, 1, 100) == pytest.approx(
-        160 * (2 * 15 / 16 * t / ib.bytes_per_s + ib.latency_s))
-    # TP8 x PP2: the one hand-off between the two nodes goes over InfiniBand
-    assert par.pp_comm_time_s(L70, H100, 2, 100, tp=8) == pytest.approx(t / ib.bytes_per_s
-                                                                      + ib.latency_s)
+        160 * (2 * 15 / 16 * t / 47e9 + 3.5e-6 + 30 * 1.48e-6))
+    # TP8 x PP2: the one hand-off between the two nodes goes over InfiniBand (50 GB/s, 10 µs)
+    assert par.pp_comm_time_s(L70, H100, 2, 100, tp=8) == pytest.approx(t / 50e9 + 10e-6)
     # TP4 x PP4 over 2 nodes: 2 NVLink hand-offs and 1 over InfiniBand
     assert par.pp_comm_time_s(L70, H100, 4, 100, tp=4) == pytest.approx(
-        2 * (t / 450e9 + 5e-6) + t / ib.bytes_per_s + ib.latency_s)
+        2 * (t / 450e9 + 3.7e-6) + t / ib.bytes_per_s + ib.p2p_latency_s)
     # without InfiniBand (one 100 Gb/s Ethernet NIC) the cross-node TP ring is far slower
     eth = par.tp_comm_time_s(L70, H100, 16, 1, 100, inter_node="ethernet-100g")
     assert eth > 3 * par.tp_comm_time_s(L70, H100, 16, 1, 100)

@@ -77,6 +77,7 @@ class Layout:
     min_tpot_s : decode step at batch 1 (the fastest this layout ever streams), seconds.
     cost_per_million_output_tokens : USD per 1e6 output tokens at the peak load.
     reason : why it does not fit or misses the SLO, else None.
+    extrapolated : True when the GPU type has no published timing row behind the calibration.
     """
 
     tp: int
@@ -100,6 +101,7 @@ class Layout:
     min_tpot_s: float | None = None
     cost_per_million_output_tokens: float | None = None
     reason: str | None = None
+    extrapolated: bool = False
 
     def as_dict(self) -> dict:
         """The contract keys first, then the extras (JSON-ready)."""
@@ -157,7 +159,7 @@ def evaluate_layout(model, gpu, tp: int, pp: int = 1, *, peak_rps: float, isl: i
     common = dict(tp=tp, pp=pp, model=r.model.id, gpu=r.gpu.id, precision=r.precision,
                   gpus_per_replica=r.n_gpus,
                   nodes_per_replica=par.layout_links(r.gpu, tp, pp).nodes,
-                  weights_bytes_per_gpu=r.weights_bytes_per_gpu)
+                  weights_bytes_per_gpu=r.weights_bytes_per_gpu, extrapolated=r.extrapolated)
     if not est["fits"]:
         return Layout(replicas=0, gpus=0, fits=False, ttft_s=None, tpot_s=None,
                       max_output_tokens_per_s=0.0, cost_per_hour=0.0, meets_slo=False,
@@ -207,19 +209,25 @@ def candidate_degrees(model, *, max_gpus_per_replica: int = DEFAULT_MAX_GPUS_PER
     return out
 
 
-def _degrees(name: str, values) -> tuple[int, ...]:
-    """A non-empty list of parallel degrees (integers 1..1024), checked by name."""
+def _degrees(name: str, values, maximum: int = 1024) -> tuple[int, ...]:
+    """A non-empty list of 1 to 64 integers in 1..maximum (parallel degrees), checked by name."""
     if isinstance(values, (str, bytes, bool)) or not hasattr(values, "__iter__"):
         raise TypeError(f"{name} must be a list of integers such as [1, 2, 4], got {values!r}")
     values = tuple(values)
     if not values or len(values) > 64:
-        raise ValueError(f"{name} must list 1 to 64 degrees, got {len(values)}")
-    return tuple(v.check_int(f"{name}[{i}]", d, minimum=1, maximum=1024)
+        raise ValueError(f"{name} must list 1 to 64 values, got {len(values)}")
+    return tuple(v.check_int(f"{name}[{i}]", d, minimum=1, maximum=maximum)
                  for i, d in enumerate(values))
 
 
 def _rank_key(x: Layout):
-    return (not x.meets_slo, x.cost_per_hour, x.tpot_s, x.gpus_per_replica, x.pp)
+    # At equal cost: replicas inside one node first (no traffic between servers, fewer parts to
+    # fail), then the layout that streams faster at low load (batch-1 TPOT) and answers first (idle
+    # TTFT): every GPU of a TP group works on every token, while pipeline stages take turns. The
+    # TPOT at the planned batch is no tie-break: every layout that meets the target runs at the
+    # largest batch that just meets it. Then more capacity, fewer GPUs per replica, lower pp.
+    return (not x.meets_slo, x.cost_per_hour, x.nodes_per_replica, x.min_tpot_s or 0.0,
+            x.ttft_s or 0.0, -x.max_output_tokens_per_s, x.gpus_per_replica, x.pp)
 
 
 def search_layouts(model, gpu, *, peak_rps: float, isl: int, osl: int, ttft_target_s: float,
@@ -230,8 +238,9 @@ def search_layouts(model, gpu, *, peak_rps: float, isl: int, osl: int, ttft_targ
                    inter_node: str | None = None, calibration=None) -> list[Layout]:
     """Every layout of ``model`` on ``gpu`` that fits, sized for ``peak_rps``, ranked.
 
-    Order: layouts meeting both targets first; then cost per hour, TPOT, GPUs per replica (fewer
-    first: fewer parts to fail) and pp (lower first). Layouts that do not fit are left out; an empty
+    Order: layouts meeting both targets first; then cost per hour; at equal cost, fewer nodes per
+    replica, the lower batch-1 TPOT (streaming speed at low load), the lower idle TTFT, more
+    capacity, fewer GPUs per replica (fewer parts to fail) and lower pp. Layouts that do not fit are left out; an empty
     list means none fits within ``max_gpus_per_replica``.
 
     Parameters
@@ -386,7 +395,7 @@ def pipeline_schedule(r: sizing.Replica, batch: int, context_tokens: int,
     p = c.parts(0, 0, 0, 0, b, b * ctx, microbatches=m)
     stage = (max(p["compute_s"], p["weight_read_s"] + p["kv_read_s"]) + p["tp_comm_s"]
              + p["layer_overhead_s"])
-    tpot = max(c.overhead + r.pp * stage + p["pp_comm_s"], m * stage)
+    tpot = max(p["host_s"] + r.pp * stage + p["pp_comm_s"], m * stage)
     return {"microbatches": m, "stage_s": stage, "tpot_s": tpot, "tokens_per_s": b / tpot,
             "idle_fraction": 1.0 - m * stage / tpot,
             "gpipe_bubble": par.pipeline_bubble_fraction(r.pp, m)}
@@ -407,7 +416,7 @@ def dp_scaling(r: sizing.Replica, requests_per_s: float, isl: int, osl: int,
                        maximum=1e6)
     isl = v.check_int("isl", isl, minimum=1, maximum=10_000_000)
     osl = v.check_int("osl", osl, minimum=1, maximum=10_000_000)
-    replicas = _degrees("replicas", replicas)
+    replicas = _degrees("replicas", replicas, maximum=100_000)
     sat = sizing.saturated_throughput(r, isl, osl)
     bmax = sat["batch"]
     rows = []

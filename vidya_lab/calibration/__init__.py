@@ -16,7 +16,12 @@ Read it in this order:
 
 from vidya_lab.calibration.fit import (
     FITTED,
+    GPU_SCALE_RANGE,
+    OWN_SCALE_GPUS,
     bound_violations,
+    fit_gpu,
+    gpu_of,
+    reference_rows,
     calibration_from,
     fit,
     fit_errors,
@@ -49,7 +54,8 @@ from vidya_lab.calibration.replay import (
 from vidya_lab.calibration.rows import Row, load_rows, split
 from vidya_lab.calibration.validation import predict_published
 
-__all__ = ["FITTED", "FIT_METRICS", "Row", "SOURCE_RULE", "bound_violations", "build_document",
+__all__ = ["FITTED", "FIT_METRICS", "GPU_SCALE_RANGE", "OWN_SCALE_GPUS", "fit_gpu", "gpu_of",
+           "reference_rows", "Row", "SOURCE_RULE", "bound_violations", "build_document",
            "calibration_from", "closed_batch", "fit", "fit_errors", "is_timing", "layout_lesson",
            "light_load", "load_rows", "loss", "metric_key", "package_file", "predict_published",
            "predict_row", "recorded_errors", "replica_for", "rule_for", "sensitivity", "split",

@@ -20,6 +20,11 @@ from vidya_lab.sizing import PARAMETERS, PHYSICAL, Calibration
 
 #: The parameters the fit searches, in search order.
 FITTED = tuple(name for name, p in PARAMETERS.items() if p.fitted)
+#: GPUs of another generation or vendor: their rows do not move the shared parameters; each gets
+#: its own factor on both efficiencies (:func:`fit_gpu_scale`), fitted on its own rows only.
+OWN_SCALE_GPUS = ("b200", "mi300x")
+#: Range of a per-GPU factor.
+GPU_SCALE_RANGE = (0.3, 1.5)
 #: A metric whose value is set by the offered load, not by the model (not scored).
 LOAD_SET = "output_throughput_total (QPS=2)"
 BASE = Calibration(memory_ceiling="achievable", name="base")
@@ -29,6 +34,18 @@ def timing_rows(rows: list[Row] | None = None) -> list[Row]:
     """The measured timing rows the model predicts (default: every packaged row, extra included)."""
     rows = load_rows(extra=True) if rows is None else rows
     return [r for r in rows if is_timing(r)]
+
+
+def gpu_of(row: Row) -> str:
+    """The catalog id of the row's GPU."""
+    from vidya_lab import catalog
+
+    return catalog.gpu_id_for(row.gpu)
+
+
+def reference_rows(rows: list[Row]) -> list[Row]:
+    """The rows that fit the shared parameters (not those of :data:`OWN_SCALE_GPUS`)."""
+    return [r for r in rows if gpu_of(r) not in OWN_SCALE_GPUS]
 
 
 def metric_key(row: Row) -> str:
@@ -78,7 +95,7 @@ def fit(rows: list[Row] | None = None, *, pinned: dict | None = None, rounds: in
     """
     from vidya_lab.calibration.rows import split
 
-    rows = split(timing_rows())[0] if rows is None else timing_rows(rows)
+    rows = split(reference_rows(timing_rows()))[0] if rows is None else timing_rows(rows)
     pinned = dict(pinned or {})
     free = [n for n in FITTED if n not in pinned]
     x = {n: _start(n) for n in free}
@@ -99,6 +116,42 @@ def fit(rows: list[Row] | None = None, *, pinned: dict | None = None, rounds: in
                         break
         step = {n: s / 2 for n, s in step.items()}
     return calibration_from(x, template, name)
+
+
+def fit_gpu(gpu_id: str, shared: Calibration, rows: list[Row] | None = None) -> tuple[float, float]:
+    """(factor on both efficiencies, per-sequence cost) that best fit ``gpu_id``'s own rows, with
+    every other parameter held at ``shared``: a coordinate search of the two, each inside its
+    range (:data:`GPU_SCALE_RANGE`; ``sequence_overhead_s``'s range)."""
+    own = [r for r in timing_rows(rows) if gpu_of(r) == gpu_id]
+    if not own:
+        raise ValueError(f"no timing rows for {gpu_id}: its calibration cannot be fitted")
+    params = shared.parameters()
+
+    def cal_for(f: float, seq: float) -> Calibration:
+        return Calibration.from_parameters({
+            **params, "gpu_scale": {**params["gpu_scale"], gpu_id: f},
+            "gpu_sequence_overhead_s": {**params["gpu_sequence_overhead_s"], gpu_id: seq}}, "trial")
+
+    seq_range = PARAMETERS["sequence_overhead_s"]
+    f, seq = 1.0, shared.sequence_overhead_s
+    best = loss(cal_for(f, seq), own)
+    step = 0.5
+    for _ in range(8):
+        for which in ("f", "seq"):
+            improved = True
+            while improved:
+                improved = False
+                for d in (1, -1):
+                    nf = min(GPU_SCALE_RANGE[1], max(GPU_SCALE_RANGE[0], f * math.exp(d * step))) \
+                        if which == "f" else f
+                    ns = (min(seq_range.high, max(seq_range.low, (seq or 1e-6) * math.exp(d * step)))
+                          if which == "seq" else seq)
+                    trial = loss(cal_for(nf, ns), own)
+                    if trial < best - 1e-12:
+                        f, seq, best, improved = nf, ns, trial, True
+                        break
+        step /= 2
+    return f, seq
 
 
 def _start(name: str) -> float:

@@ -20,17 +20,22 @@ from vidya_lab import _validate as v
 from vidya_lab import catalog, sizing
 from vidya_lab.calibration.fit import (
     FITTED,
+    OWN_SCALE_GPUS,
     bound_violations,
     fit,
     fit_errors,
+    fit_gpu,
+    gpu_of,
     loss,
+    reference_rows,
     throughput_error,
     timing_rows,
 )
 from vidya_lab.calibration.rows import split
 from vidya_lab.sizing import PARAMETERS, Calibration
 
-NAME = "fitted on published timing rows (TensorRT-LLM v0.9 and v0.14; fit side of the split)"
+NAME = ("fitted on published timing rows (TensorRT-LLM v0.9, v0.14 and v1.0 on A100/H100/H200/L40S; "
+        "B200 and MI300X scaled on their own rows)")
 #: Chapter 3's question the sensitivity study re-asks under each pinned parameter.
 LAYOUT_QUESTION = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "peak_rps": 5.0, "isl": 2048,
                    "osl": 256, "ttft_target_s": 2.0, "tpot_target_s": 0.1}
@@ -64,7 +69,7 @@ def layout_lesson(calibration: Calibration) -> dict:
 
 def sensitivity(fit_rows=None) -> list[dict]:
     """Refit with each parameter pinned at each end of its range (module docstring)."""
-    rows = split(timing_rows())[0] if fit_rows is None else fit_rows
+    rows = split(reference_rows(timing_rows()))[0] if fit_rows is None else fit_rows
     out = []
     for name in (*FITTED, "collective_latency_scale"):
         p = PARAMETERS[name]
@@ -86,21 +91,32 @@ def sensitivity(fit_rows=None) -> list[dict]:
 def build_document(*, with_sensitivity: bool = True) -> dict:
     """Everything calibration.json holds, computed afresh."""
     rows = timing_rows()
-    fit_rows, held = split(rows)
-    cal = fit(fit_rows, name=NAME)
-    per_gpu = Counter(catalog.gpu_id_for(r.gpu) for r in rows)
+    fit_rows, held = split(reference_rows(rows))
+    shared = fit(fit_rows, name=NAME)
+    scales, seqs = {}, {}
+    for gpu_id in OWN_SCALE_GPUS:
+        if any(gpu_of(r) == gpu_id for r in rows):
+            scales[gpu_id], seqs[gpu_id] = fit_gpu(gpu_id, shared, rows)
+    cal = Calibration.from_parameters({**shared.parameters(), "gpu_scale": scales,
+                                       "gpu_sequence_overhead_s": seqs}, NAME)
+    per_gpu = Counter(gpu_of(r) for r in rows)
+    own = {g: fit_errors(cal, [r for r in rows if gpu_of(r) == g]) for g in scales}
     doc = {
         "name": NAME,
         "about": ("Achieved fractions of the hardware's ceilings and fixed costs of the cost model, "
                   "fitted by `python -m vidya_lab.calibration` (least squares on "
                   "log(predicted/measured), each parameter inside its plausible range) on the fit "
-                  "side of the packaged timing rows; one configuration in four is held out. Errors "
-                  "are (predicted - measured) / measured."),
+                  "side of the timing rows of the reference GPUs (A100, H100, H200, L40S); one "
+                  "configuration in four is held out. B200 and MI300X each get a factor on both "
+                  "efficiencies and their own per-sequence cost, fitted on their own rows only "
+                  "(gpu_scale, gpu_sequence_overhead_s). Errors are "
+                  "(predicted - measured) / measured."),
         "parameters": cal.parameters(),
         "ranges": {n: {"low": p.low, "high": p.high, "unit": p.unit, "fitted": p.fitted,
                        "meaning": p.meaning, "source": p.source} for n, p in PARAMETERS.items()},
         "errors": fit_errors(cal, fit_rows),
         "validation_errors": fit_errors(cal, held),
+        "gpu_scale_errors": own,
         "all_errors": fit_errors(cal, rows),
         "throughput_error": {"fit": throughput_error(cal, fit_rows),
                              "held_out": throughput_error(cal, held),

@@ -12,8 +12,12 @@ conditions it states:
 * online serving at QPS=INF, and any "all requests at once" run: an iteration-level replay of
   in-flight batching (prompts whole, admitted while the token budget, the batch cap and KV blocks
   last).
-* ``offline_output_throughput_total`` (e.g. MLPerf Offline): the same replay with the run's own
-  number of requests, output tokens/s of the whole system (replicas = GPUs ÷ (tp × pp)).
+* offline throughput runs of thousands of requests (TensorRT-LLM's ``trtllm-bench throughput``,
+  vLLM's ``benchmark_throughput``): the steady cycle of a saturated replica
+  (:func:`vidya_lab.sizing.cycle`), output tokens/s of the whole system (replicas = GPUs ÷ tp).
+  A source that does not say whether its tokens/s counts input tokens too is used only where the
+  two readings differ by at most :data:`AMBIGUITY_LIMIT` (isl/osl small), and the row says so.
+* MLPerf rows are not replayed: the dataset's input lengths are not recorded beside them.
 """
 
 from __future__ import annotations
@@ -28,14 +32,20 @@ from vidya_lab.sizing import Calibration, Replica
 from vidya_lab.sizing.engine import TRTLLM_MAX_BATCH, TRTLLM_MAX_NUM_TOKENS
 from vidya_lab.sizing.replica import MAX_NUM_SEQS
 
-#: The memory rule of each source's engine (a row whose source is not here is not predicted).
+#: The memory rule of each source's engine, by the start of the source's name (a row whose source
+#: matches none is not predicted).
 SOURCE_RULE = {
     "TensorRT-LLM online serving (v0.14)": "trtllm",
     "TensorRT-LLM perf doc (v0.9.0)": "trtllm",
+    "TensorRT-LLM perf overview (v1.0": "trtllm",
+    "AMD ROCm performance results (vLLM": "vllm",
 }
 #: Metrics the fit uses (timing measurements that depend on the efficiencies).
 FIT_METRICS = ("ttft_bs1", "output_throughput_per_gpu", "mean_ttft", "mean_itl_tpot",
-               "output_throughput_total", "offline_output_throughput_total")
+               "output_throughput_total", "throughput_total_or_output")
+#: Largest relative difference between "output tokens/s" and "input + output tokens/s"
+#: (= isl/osl) at which a row that does not say which it counts is still used.
+AMBIGUITY_LIMIT = 0.07
 #: Requests per run in the v0.14 online-serving table ("500 requests").
 ONLINE_REQUESTS = 500
 #: Largest run a replay accepts (requests): bounds its time.
@@ -43,19 +53,46 @@ MAX_REPLAY_REQUESTS = 200_000
 
 
 def rule_for(row: Row) -> str | None:
-    """The memory rule of the row's engine: from :data:`SOURCE_RULE`, or ``engine=vllm`` /
-    ``engine=trtllm`` written in the row's notes; None when the row states no engine."""
-    if row.source in SOURCE_RULE:
-        return SOURCE_RULE[row.source]
-    for rule in ("vllm", "trtllm"):
-        if f"engine={rule}" in row.notes:
+    """The memory rule of the row's engine (:data:`SOURCE_RULE`); None when the source is not one
+    the model replays."""
+    for start, rule in SOURCE_RULE.items():
+        if row.source.startswith(start):
             return rule
     return None
 
 
+def is_ambiguous(row: Row) -> bool:
+    """A throughput row that does not say whether it counts input tokens."""
+    return row.metric == "throughput_total_or_output"
+
+
 def is_timing(row: Row) -> bool:
-    """A measured timing row the model predicts."""
-    return row.metric in FIT_METRICS and rule_for(row) is not None and row.si_value is not None
+    """A measured timing row the model predicts: a replayed source and metric, catalog ids, an
+    engine layout, and (for an ambiguous throughput) isl/osl within :data:`AMBIGUITY_LIMIT`."""
+    if row.metric not in FIT_METRICS or rule_for(row) is None or row.si_value is None:
+        return False
+    try:
+        catalog.model_id_for(row.model)
+        catalog.gpu_id_for(row.gpu)
+        catalog.get_precision(row.precision.lower())
+    except KeyError:
+        return False
+    if row.isl is None or row.osl is None:
+        return False
+    return not is_ambiguous(row) or row.isl / row.osl <= AMBIGUITY_LIMIT
+
+
+def is_offline(row: Row) -> bool:
+    """An offline max-throughput run (many requests at an unlimited rate, no QPS stated)."""
+    return row.metric in ("output_throughput_total", "throughput_total_or_output") \
+        and row.offered_qps is None
+
+
+def _stated_max_seqs(row: Row) -> int | None:
+    import re
+
+    m = re.search(r"max num seqs (\d+)", row.notes)
+    return int(m.group(1)) if m else None
 
 
 def replica_for(row: Row, calibration: Calibration, **kwargs) -> Replica:
@@ -63,6 +100,8 @@ def replica_for(row: Row, calibration: Calibration, **kwargs) -> Replica:
     rule = rule_for(row)
     kw = {"max_batched_tokens": TRTLLM_MAX_NUM_TOKENS, "max_num_seqs": TRTLLM_MAX_BATCH} \
         if rule == "trtllm" else {}
+    if _stated_max_seqs(row):
+        kw["max_num_seqs"] = min(_stated_max_seqs(row), MAX_NUM_SEQS)
     kw.update(kwargs)
     return Replica(catalog.model_id_for(row.model), catalog.gpu_id_for(row.gpu), tp=row.tp or 1,
                    precision=row.precision.lower(), kv_precision=row.kv_precision,
@@ -181,10 +220,9 @@ def predict_row(row: Row, calibration: Calibration | None = None) -> float | Non
         return static_batch_throughput_per_gpu(replica_for(row, cal), row.batch_size, row.isl,
                                                row.osl)
     r = replica_for(row, cal)
-    if row.metric == "offline_output_throughput_total":
-        replicas = (row.n_gpus or r.n_gpus) // r.n_gpus
-        out = _closed_batch_cached(r, _requests_in(row), row.isl, row.osl)
-        return replicas * out["output_throughput_total"]
+    if is_offline(row):
+        replicas = max(1, (row.n_gpus or r.n_gpus) // r.n_gpus)
+        return replicas * sizing.saturated_throughput(r, row.isl, row.osl)["output_tokens_per_s"]
     qps = row.offered_qps
     if qps is None:
         return None

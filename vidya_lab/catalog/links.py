@@ -114,12 +114,14 @@ LINKS: dict[str, Link] = {
              + "), which with base 3.5 us gives 2.95 us per ring step; an 8 MB all-reduce then "
              "takes 91 us, as measured (91.1 us, rccl-tests in crickett-hpe/hpc-ai-envs PR #30). "
              "No custom all-reduce figure for ROCm was found"),
-        Link("pcie4", "PCIe Gen4 x16 (L40S)", 32 * GB, 14 * GB, 3.5e-6, 2.6e-6, 10e-6, "intra-node",
+        Link("pcie4", "PCIe Gen4 x16 (L40S)", 32 * GB, 20 * GB, 3.5e-6, 2.6e-6, 10e-6, "intra-node",
              "64 GB/s bidirectional = 32 GB/s per direction (L40S datasheet copy, facts.md; "
-             "secondary source); no L40S all-reduce was found: 8 x RTX 4090 over PCIe take 40 us "
-             "for a small all-reduce (NVIDIA/nccl issue #1530) and 8 x RTX 5090 on PCIe Gen5 reach "
-             "28 GB/s bus bandwidth (issue #1639), i.e. ~14 GB/s at Gen4's half the lanes' rate "
-             "(proxies, " + _CSV + ")"),
+             "secondary source). No L40S all-reduce measurement was found; proxies: 8 x RTX 4090 "
+             "over PCIe take 40 us for a small all-reduce (NVIDIA/nccl issue #1530, hence 2.6 us "
+             "per ring step), 8 x RTX 5090 on PCIe Gen5 reach 28 GB/s bus bandwidth through the "
+             "CPU (issue #1639). 20 GB/s is an assumption (0.62 of the Gen4 line rate, as through "
+             "a PCIe switch); TensorRT-LLM's L40S TP4 prefill of 2,048 tokens in 673 ms "
+             "(published_calibration.csv) needs at least ~17 GB/s (" + _CSV + ")"),
         Link("infiniband-ndr", "InfiniBand NDR, one 400 Gb/s NIC per GPU", 50 * GB, 47 * GB, 3.5e-6,
              1.48e-6, 10e-6, "inter-node",
              "400 Gb/s = 50 GB/s per NIC, one NIC per GPU (" + _SCALING_GPUS + "); ring all-reduce "

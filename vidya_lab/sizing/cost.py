@@ -8,9 +8,9 @@ which carries it)::
     compute_s = (2·P_act·T + 2·V·d/tp·R + 4·(h/tp)·hd·L_s·pairs) / (peak FLOP/s · η_compute)
     memory_s  = (W_layers + W_head + kv_tok·(ctx_read + T)) / (achievable bytes/s · η_memory)
     stage_s   = max(compute_s, memory_s) + all-reduce_s(T) + L_s · layer_overhead
-    iteration_s = step_overhead + pp · stage_s + (pp − 1) · send_s(T)
+    iteration_s = step_overhead + S · sequence_overhead + pp · stage_s + (pp − 1) · send_s(T)
 
-T = tokens in the iteration (prefill + one per decoding sequence); R = logit rows (decoding
+T = tokens in the iteration (prefill + one per decoding sequence); S = sequences in it; R = logit rows (decoding
 sequences + prefill sequences); pairs = (query, key) pairs attended; P_act = parameters a token
 multiplies on this GPU (top-k experts only for an MoE); W = weight bytes read once per iteration
 (the input embedding is a look-up, not read; an MoE reads only the experts some token routes to:
@@ -39,7 +39,8 @@ class StepCost:
     __slots__ = ("flops_per_token", "flops_per_logit_row", "flops_per_pair", "flops_per_s",
                  "dense_weight_bytes", "expert_weight_bytes", "n_experts", "miss_prob",
                  "kv_bytes_per_token", "bytes_per_s", "tp_comm_per_token", "tp_comm_fixed",
-                 "pp_comm_per_token", "pp_comm_fixed", "pp", "overhead", "layer_overhead")
+                 "pp_comm_per_token", "pp_comm_fixed", "pp", "overhead", "layer_overhead",
+                 "seq_overhead")
 
     def __init__(self, r: Replica) -> None:
         m, g, cal = r.model, r.gpu, r.calibration
@@ -72,6 +73,7 @@ class StepCost:
         self.pp = r.pp
         self.overhead = cal.step_overhead_s
         self.layer_overhead = ls * cal.layer_overhead_s
+        self.seq_overhead = cal.sequence_overhead_for(g.id)
 
     def microbatches(self, seqs: float) -> float:
         """Micro-batches the iteration is cut into: min(pp, sequences), at least 1."""
@@ -98,8 +100,10 @@ class StepCost:
               / self.bytes_per_s)
         tp = self.tp_comm_per_token * tokens + self.tp_comm_fixed
         pp = self.pp_comm_per_token * tokens + self.pp_comm_fixed if self.pp > 1 else 0.0
+        host = self.overhead + self.seq_overhead * (prefill_seqs + n_decode) / m
         return {"microbatches": m, "compute_s": compute, "weight_read_s": weights, "kv_read_s": kv,
-                "tp_comm_s": tp, "pp_comm_s": pp, "layer_overhead_s": self.layer_overhead}
+                "tp_comm_s": tp, "pp_comm_s": pp, "layer_overhead_s": self.layer_overhead,
+                "host_s": host}
 
     def step_time_s(self, prefill_tokens=0.0, prefill_pairs=0.0, prefill_kv_tokens=0.0,
                     prefill_seqs=0.0, n_decode=0.0, decode_ctx_sum=0.0) -> float:
@@ -109,7 +113,7 @@ class StepCost:
                        decode_ctx_sum)
         memory = p["weight_read_s"] + p["kv_read_s"]
         stage = max(p["compute_s"], memory) + p["tp_comm_s"] + self.layer_overhead
-        return self.overhead + self.pp * stage + p["pp_comm_s"]
+        return p["host_s"] + self.pp * stage + p["pp_comm_s"]
 
 
 # ----------------------------------------------------------------------------- friendly forms
@@ -176,9 +180,10 @@ def iteration_breakdown(r: Replica, prefill=(), decode_contexts=()) -> dict:
 
     Keys, per stage and for one micro-batch: ``compute_s``, ``weight_read_s``, ``kv_read_s``,
     ``memory_s`` (weights + KV), ``tp_comm_s``, ``layer_overhead_s``; per iteration:
-    ``pp_comm_s`` (the hand-offs), ``overhead_s``, ``microbatches``, ``stage_s``, ``bound``
-    ("compute" or "memory"), ``idle_fraction`` (the pipeline bubble: 1 − m·stage/total) and
-    ``total_s`` = overhead + pp·stage + hand-offs, equal to :func:`iteration_time_s`.
+    ``pp_comm_s`` (the hand-offs), ``overhead_s`` (the host: per iteration and per sequence),
+    ``microbatches``, ``stage_s``, ``bound`` ("compute" or "memory"), ``idle_fraction`` (the
+    pipeline bubble: 1 − m·stage/total) and ``total_s`` = host + pp·stage + hand-offs, equal to
+    :func:`iteration_time_s`.
     """
     _as_replica(r)
     pt, pairs, kv, seqs = prefill_work(prefill)
@@ -189,7 +194,7 @@ def iteration_breakdown(r: Replica, prefill=(), decode_contexts=()) -> dict:
     memory = p["weight_read_s"] + p["kv_read_s"]
     stage = max(p["compute_s"], memory) + p["tp_comm_s"] + p["layer_overhead_s"] if busy else 0.0
     total = r.step_time_s(pt, pairs, kv, seqs, nd, ctx)
-    return {**p, "memory_s": memory, "overhead_s": c.overhead if busy else 0.0, "stage_s": stage,
+    return {**p, "memory_s": memory, "overhead_s": p["host_s"] if busy else 0.0, "stage_s": stage,
             "layer_overhead_s": p["layer_overhead_s"] if busy else 0.0,
             "pp_comm_s": p["pp_comm_s"] if busy else 0.0, "stages": r.pp,
             "bound": "compute" if p["compute_s"] > memory else "memory",

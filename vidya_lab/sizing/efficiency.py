@@ -66,6 +66,11 @@ PARAMETERS: dict[str, Parameter] = {p.name: p for p in (
               "synchronisation not hidden behind the math",
               "a layer runs 6-15 kernels; an un-graphed launch costs a few microseconds, a CUDA "
               "graph replay much less"),
+    Parameter("sequence_overhead_s", "s per sequence per iteration", 0.0, 1e-4, True,
+              "host-side cost per sequence of an iteration: scheduling, input preparation, "
+              "sampling and detokenisation grow with the batch",
+              "a Python scheduler and sampler spend tens of microseconds per sequence per step; "
+              "a C++ runtime (TensorRT-LLM) a few (facts.md 'Where engine time goes')"),
     Parameter("request_overhead_s", "s per request", 0.0, 0.05, True,
               "time a request spends outside the iterations before its first token (HTTP front "
               "end, tokenisation, hand-off to the scheduler); added to TTFT only",
@@ -88,11 +93,15 @@ class Calibration:
     memory_efficiency : fraction of the memory ceiling (``memory_ceiling``) reads reach.
     step_overhead_s : fixed time per engine iteration, seconds.
     layer_overhead_s : fixed time per transformer layer per iteration, seconds.
+    sequence_overhead_s : time per sequence in an iteration (host-side scheduling and sampling),
+        seconds.
     collective_latency_scale : multiplier on the links' measured collective latencies.
     request_overhead_s : time before the first iteration of a request (added to TTFT), seconds.
     memory_ceiling : "achievable" (the GPU's measured copy bandwidth) or "peak" (its datasheet).
     gpu_scale : per-GPU factors on both efficiencies, as ``((gpu_id, factor), ...)``: fitted on a
-        GPU's own timing rows where they exist (another vendor's software), 1 elsewhere.
+        GPU's own timing rows where they exist (another generation or vendor), 1 elsewhere.
+    gpu_sequence_overhead_s : per-GPU ``sequence_overhead_s`` fitted on the same rows (their
+        engine's host-side cost), as ``((gpu_id, seconds), ...)``.
     name : where the numbers come from.
     """
 
@@ -101,28 +110,33 @@ class Calibration:
     memory_efficiency: float = 1.0
     step_overhead_s: float = 0.0
     layer_overhead_s: float = 0.0
+    sequence_overhead_s: float = 0.0
     collective_latency_scale: float = 1.0
     request_overhead_s: float = 0.0
     memory_ceiling: str = "peak"
     gpu_scale: tuple[tuple[str, float], ...] = ()
+    gpu_sequence_overhead_s: tuple[tuple[str, float], ...] = ()
     name: str = "physical bound (efficiencies 1 against peak, no overheads)"
 
     def __post_init__(self) -> None:
         for f in ("compute_efficiency_16bit", "compute_efficiency_8bit", "memory_efficiency"):
             v.check_fraction(f, getattr(self, f), allow_zero=False)
-        for f in ("step_overhead_s", "layer_overhead_s", "request_overhead_s"):
+        for f in ("step_overhead_s", "layer_overhead_s", "sequence_overhead_s",
+                  "request_overhead_s"):
             v.check_real(f, getattr(self, f), minimum=0.0, maximum=10.0)
         v.check_real("collective_latency_scale", self.collective_latency_scale, minimum=0.0,
                      min_inclusive=False, maximum=100.0)
         v.check_choice("memory_ceiling", self.memory_ceiling, MEMORY_CEILINGS)
         v.check_str("name", self.name)
-        if not isinstance(self.gpu_scale, tuple):
-            raise TypeError("gpu_scale must be a tuple of (gpu_id, factor) pairs")
-        for pair in self.gpu_scale:
-            if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)):
-                raise TypeError(f"gpu_scale entries must be (gpu_id, factor) pairs, got {pair!r}")
-            v.check_real(f"gpu_scale[{pair[0]}]", pair[1], minimum=0.0, min_inclusive=False,
-                         maximum=1.5)
+        for name, top in (("gpu_scale", 1.5), ("gpu_sequence_overhead_s", 10.0)):
+            pairs = getattr(self, name)
+            if not isinstance(pairs, tuple):
+                raise TypeError(f"{name} must be a tuple of (gpu_id, value) pairs")
+            for pair in pairs:
+                if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)):
+                    raise TypeError(f"{name} entries must be (gpu_id, value) pairs, got {pair!r}")
+                v.check_real(f"{name}[{pair[0]}]", pair[1], minimum=0.0,
+                             min_inclusive=name != "gpu_scale", maximum=top)
 
     def compute_efficiency(self, precision: str, gpu_id: str = "") -> float:
         """η for the math ``precision``'s matrix multiplies run in (times the GPU's factor)."""
@@ -141,10 +155,15 @@ class Calibration:
         """The per-GPU factor (1 when none was fitted)."""
         return dict(self.gpu_scale).get(gpu_id, 1.0)
 
+    def sequence_overhead_for(self, gpu_id: str) -> float:
+        """The per-sequence cost on ``gpu_id`` (its own fitted value, else the shared one)."""
+        return dict(self.gpu_sequence_overhead_s).get(gpu_id, self.sequence_overhead_s)
+
     def parameters(self) -> dict:
-        """The numeric parameters as a dict (JSON-ready; gpu_scale as a mapping)."""
+        """The numeric parameters as a dict (JSON-ready; per-GPU pairs as mappings)."""
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "name"}
         out["gpu_scale"] = dict(self.gpu_scale)
+        out["gpu_sequence_overhead_s"] = dict(self.gpu_sequence_overhead_s)
         return out
 
     @classmethod
@@ -158,11 +177,11 @@ class Calibration:
         if unknown:
             raise ValueError(f"unknown calibration parameter(s) {unknown}; known: {sorted(known)}")
         kw = dict(params)
-        if "gpu_scale" in kw:
-            scale = kw["gpu_scale"]
-            if not isinstance(scale, dict):
-                raise TypeError("gpu_scale must be a mapping of gpu id to factor")
-            kw["gpu_scale"] = tuple(sorted(scale.items()))
+        for key in ("gpu_scale", "gpu_sequence_overhead_s"):
+            if key in kw:
+                if not isinstance(kw[key], dict):
+                    raise TypeError(f"{key} must be a mapping of gpu id to value")
+                kw[key] = tuple(sorted(kw[key].items()))
         return cls(**kw, name=name)
 
 
