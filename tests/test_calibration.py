@@ -1,7 +1,6 @@
 """Calibration: the packaged data, the physical bound, the fit and its recorded error."""
 
 import filecmp
-import json
 import math
 from pathlib import Path
 

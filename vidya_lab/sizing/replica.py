@@ -19,10 +19,28 @@ from dataclasses import dataclass, field, replace
 
 from vidya_lab import _validate as v
 from vidya_lab import parallelism as par
-from vidya_lab.catalog import GPU, Model, bytes_per_element, get_gpu, get_link, get_model, get_precision
+from vidya_lab.catalog import (
+    GPU,
+    Model,
+    bytes_per_element,
+    get_gpu,
+    get_link,
+    get_model,
+    get_precision,
+)
 from vidya_lab.sizing.efficiency import Calibration, fitted_calibration, is_extrapolated
-from vidya_lab.sizing.engine import DEFAULT_MEMORY_FRACTION, MEMORY_RULES, EngineDefaults, engine_defaults
-from vidya_lab.sizing.memory import default_kv_precision, kv_budget_bytes, reserve_bytes, usable_bytes
+from vidya_lab.sizing.engine import (
+    DEFAULT_MEMORY_FRACTION,
+    MEMORY_RULES,
+    EngineDefaults,
+    engine_defaults,
+)
+from vidya_lab.sizing.memory import (
+    default_kv_precision,
+    kv_budget_bytes,
+    reserve_bytes,
+    usable_bytes,
+)
 
 #: Bounds on the engine limits a Replica accepts (far above any engine's; they bound memory).
 MAX_NUM_SEQS = 65_536
