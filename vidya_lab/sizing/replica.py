@@ -46,6 +46,9 @@ from vidya_lab.sizing.memory import (
 MAX_NUM_SEQS = 65_536
 MAX_BATCHED_TOKENS = 1_048_576
 MAX_BLOCK_TOKENS = 4096
+#: Longest context the memory questions accept, tokens (memory arithmetic only: whether a model can
+#: attend that far is :func:`~vidya_lab.sizing.estimate`'s question).
+MAX_CONTEXT_TOKENS = 10_000_000
 
 
 @dataclass(frozen=True)
@@ -222,14 +225,14 @@ def max_concurrent_sequences(r: Replica, context_tokens: int) -> int:
     Formula: floor(kv_blocks / ceil(context / block_tokens)); the engine cap is NOT applied here.
     """
     _as_replica(r)
-    ctx = v.check_int("context_tokens", context_tokens, minimum=1, maximum=r.model.max_context_tokens)
+    ctx = v.check_int("context_tokens", context_tokens, minimum=1, maximum=MAX_CONTEXT_TOKENS)
     return r.kv_blocks // math.ceil(ctx / r.block_tokens)
 
 
 def kv_rounding_waste_fraction(r: Replica, context_tokens: int) -> float:
     """Share of a sequence's KV blocks left empty by rounding up to whole blocks."""
     _as_replica(r)
-    ctx = v.check_int("context_tokens", context_tokens, minimum=1, maximum=r.model.max_context_tokens)
+    ctx = v.check_int("context_tokens", context_tokens, minimum=1, maximum=MAX_CONTEXT_TOKENS)
     allocated = math.ceil(ctx / r.block_tokens) * r.block_tokens
     return (allocated - ctx) / allocated
 

@@ -27,10 +27,11 @@ PRECISION_CHOICES = ("bf16", "fp8", "int4")
 BATCH_CHOICES = (1, 8, 32, 64, 128)
 PART_LABELS = {"weights_read_s": "weights read", "kv_read_s": "KV read",
                "compute_beyond_memory_s": "compute (beyond memory)",
-               "communication_s": "communication", "overhead_s": "engine overhead"}
+               "communication_s": "communication", "layer_overhead_s": "per-layer launches",
+               "overhead_s": "host (per step and per sequence)"}
 PART_COLORS = {"weights_read_s": "#4c72b0", "kv_read_s": "#dd8452",
                "compute_beyond_memory_s": "#8172b3", "communication_s": "#c44e52",
-               "overhead_s": "#999999"}
+               "layer_overhead_s": "#ccb974", "overhead_s": "#999999"}
 
 
 def compute_view(model: str = TANVI.model_id, gpu: str = "h100-sxm", tp: int = 4, pp: int = 1,
@@ -56,8 +57,7 @@ def compute_view(model: str = TANVI.model_id, gpu: str = "h100-sxm", tp: int = 4
     view["gpus"] = r.n_gpus
     view["fits"] = r.weights_fit
     view["memory"] = sizing.memory_breakdown(r, context_tokens, batch)
-    view["usable_bytes"] = (r.memory_fraction * r.gpu.hbm_bytes if r.memory_rule == "vllm"
-                            else r.gpu.hbm_bytes)
+    view["usable_bytes"] = r.usable_bytes
     view["link_name"] = (catalog.gpu_link(r.gpu) if link is None else catalog.get_link(link)).name
     view["parts"] = layouts.tpot_parts(r, batch, context_tokens)
     sweep = []
