@@ -193,6 +193,9 @@ def test_truncated_multi_experiment_and_oversized_files(tmp_path, capsys, monkey
 
     monkeypatch.setattr(_load, "MAX_TRACE_BYTES", 512)
     assert "the limit is 512" in one_line_error(capsys, VLLM)
+    assert run_json(capsys, VLLM, "--max-mib", "1")["count"] == 6
+    with pytest.raises(SystemExit):
+        cli.main(["slo", str(VLLM), "--max-mib", "0"])
     with pytest.raises(SystemExit) as exc:
         cli.main(["slo", str(VLLM), "--format", "vllm-json"])
     assert exc.value.code == 2

@@ -312,6 +312,13 @@ def test_size_is_bounded_before_parsing(monkeypatch):
     monkeypatch.setattr(_load, "MAX_TRACE_BYTES", 1000)
     with pytest.raises(ValueError, match=r"serve_detailed.json is [\d,]+ bytes; the limit is 1,0"):
         traces.read_trace(VLLM)
+    with pytest.raises(ValueError, match="pass --max-mib, or max_bytes="):
+        traces.read_trace(VLLM)
+    assert len(traces.read_trace(VLLM, max_bytes=10**6)) == 6
+    with pytest.raises(ValueError, match="the limit is 100 "):
+        traces.read_trace(VLLM, max_bytes=100)
+    with pytest.raises(TypeError, match="max_bytes must be an integer"):
+        traces.read_trace(VLLM, max_bytes=1.5)
 
 
 def _vllm_doc():

@@ -40,6 +40,17 @@ def _index(text: str) -> int:
     return value
 
 
+def _mib(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number of MiB >= 1, got {text!r}") \
+            from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of MiB >= 1, got {text!r}")
+    return value
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "slo", help="latency percentiles and SLO attainment of a request trace or a benchmark's "
@@ -52,6 +63,9 @@ def register(subparsers) -> None:
                    help="the file's format (default: detected from its shape)")
     p.add_argument("--experiment", type=_index, metavar="N",
                    help="GenAI-Perf: which experiment of a multi-experiment export (0-based)")
+    p.add_argument("--max-mib", type=_mib, metavar="MIB",
+                   help=f"refuse a larger file before parsing it (default "
+                        f"{traces.MAX_TRACE_BYTES // 2**20} MiB)")
     p.add_argument("--ttft", type=_seconds, metavar="SECONDS", help="TTFT target, seconds")
     p.add_argument("--tpot", type=_seconds, metavar="SECONDS", help="TPOT target, seconds")
     p.add_argument("--e2e", type=_seconds, metavar="SECONDS", help="end-to-end target, seconds")
@@ -61,7 +75,8 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     try:
-        trace = traces.read_trace(args.trace, args.format, experiment=args.experiment)
+        trace = traces.read_trace(args.trace, args.format, experiment=args.experiment,
+                                  max_bytes=None if args.max_mib is None else args.max_mib * 2**20)
     except FileNotFoundError:
         raise UsageError(f"{args.trace}: no such file") from None
     except OSError as exc:

@@ -48,14 +48,16 @@ WRITERS = {"vllm": write_vllm, "genai-perf": write_genai_perf, "llmperf": write_
            "stream-log": write_stream_log}
 
 
-def read_trace(path, format: str | None = None, *, experiment: int | None = None) -> Trace:
+def read_trace(path, format: str | None = None, *, experiment: int | None = None,
+               max_bytes: int | None = None) -> Trace:
     """Read a benchmark output (or a vidya-lab trace CSV) into a :class:`Trace`.
 
     Parameters
     ----------
-    path : the file (at most :data:`MAX_TRACE_BYTES` bytes).
+    path : the file.
     format : one of :data:`FORMATS`, or ``None``/``"auto"`` to detect it from the file's shape.
     experiment : GenAI-Perf only: which experiment of a multi-experiment export (0-based).
+    max_bytes : refuse a larger file before parsing it (default :data:`MAX_TRACE_BYTES`).
 
     Raises
     ------
@@ -66,7 +68,7 @@ def read_trace(path, format: str | None = None, *, experiment: int | None = None
         raise ValueError(f"format must be one of auto, {', '.join(FORMATS)}; got {format!r}")
     if experiment is not None and format not in (None, "auto", "genai-perf"):
         raise ValueError("experiment is only for the genai-perf format")
-    name, kind, doc = _load.load_document(path)
+    name, kind, doc = _load.load_document(path, max_bytes)
     fmt = format_of(name, kind, doc) if format in (None, "auto") else format
     if fmt == "csv":
         return _csv(path, name, kind)

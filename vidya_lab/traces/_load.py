@@ -13,7 +13,9 @@ import os
 from numbers import Integral, Real
 from pathlib import Path
 
-from vidya_lab._validate import check_input_file
+import numpy as np
+
+from vidya_lab._validate import check_input_file, check_int
 
 #: The largest input file read, in bytes (256 MiB = 2**28 bytes). A parsed JSON document takes
 #: several times its size in memory; a vLLM result with per-request lists for 100,000 requests
@@ -23,13 +25,20 @@ MAX_TRACE_BYTES = 256 * 2**20
 CSV, JSON, JSON_LINES = "csv", "json", "jsonl"
 
 
-def read_text(path) -> tuple[str, str]:
-    """``(name, text)`` of a trace file, checked: exists, a regular file, at most
-    :data:`MAX_TRACE_BYTES`, UTF-8 (a byte-order mark is dropped)."""
+def read_text(path, max_bytes: int | None = None) -> tuple[str, str]:
+    """``(name, text)`` of a trace file, checked: exists, a regular file, at most ``max_bytes``
+    (default :data:`MAX_TRACE_BYTES`), UTF-8 (a byte-order mark is dropped)."""
     name = os.fspath(path) if isinstance(path, str | os.PathLike) else str(path)
     if isinstance(path, str | os.PathLike) and Path(path).is_dir():
         raise ValueError(f"{name}: is a directory, not a trace file")
-    p = check_input_file("trace", path, max_bytes=MAX_TRACE_BYTES)
+    limit = MAX_TRACE_BYTES if max_bytes is None else check_int("max_bytes", max_bytes, minimum=1)
+    try:
+        p = check_input_file("trace", path, max_bytes=limit)
+    except ValueError as exc:
+        if Path(name).is_file() and Path(name).stat().st_size > limit:
+            raise ValueError(f"{exc} (parsing takes several times a file's size in memory; to "
+                             f"read it anyway pass --max-mib, or max_bytes=)") from None
+        raise
     data = p.read_bytes()
     try:
         text = data.decode("utf-8-sig")
@@ -81,10 +90,10 @@ def parse_json_lines(name: str, text: str) -> list[tuple[int, dict]]:
     return rows
 
 
-def load_document(path) -> tuple[str, str, object]:
+def load_document(path, max_bytes: int | None = None) -> tuple[str, str, object]:
     """``(name, kind, content)``: kind :data:`CSV` (content = the text), :data:`JSON` (the parsed
     document) or :data:`JSON_LINES` (a list of ``(line number, object)``)."""
-    name, text = read_text(path)
+    name, text = read_text(path, max_bytes)
     head = text.lstrip()
     if not head:
         raise ValueError(f"{name}: empty file (expected a CSV trace or a benchmark's JSON output)")
@@ -106,7 +115,10 @@ def number(value, where: str, *, minimum: float | None = None) -> float:
     """A finite JSON number (not a bool) as float, at least ``minimum``; else a ValueError."""
     if isinstance(value, bool) or not isinstance(value, Real):
         raise ValueError(f"{where} must be a number, got {_short(value)}")
-    x = float(value)
+    try:
+        x = float(value)
+    except OverflowError:
+        raise ValueError(f"{where} is too large for a number of seconds or tokens") from None
     if not math.isfinite(x):
         raise ValueError(f"{where} must be finite, got {value!r}")
     if minimum is not None and x < minimum:
@@ -127,11 +139,30 @@ def whole(value, where: str, *, minimum: int = 0) -> int:
     return n
 
 
-def numbers(values, where: str, *, minimum: float | None = None) -> list[float]:
-    """A JSON list of finite numbers."""
+def numbers(values, where: str, *, minimum: float | None = None) -> np.ndarray:
+    """A JSON list of finite numbers, as float64 (checked at numpy speed; the first bad entry is
+    named)."""
     if not isinstance(values, list):
         raise ValueError(f"{where} must be a list of numbers, got {_short(values)}")
-    return [number(v, f"{where}[{k}]", minimum=minimum) for k, v in enumerate(values)]
+    if all(type(v) is float or type(v) is int for v in values):  # JSON gives exactly these
+        try:
+            arr = np.asarray(values, dtype=float)
+        except OverflowError:
+            arr = None
+        if arr is not None and np.all(np.isfinite(arr)) and (minimum is None
+                                                             or np.all(arr >= minimum)):
+            return arr
+    return np.asarray([number(v, f"{where}[{k}]", minimum=minimum) for k, v in enumerate(values)],
+                      dtype=float)
+
+
+def wholes(values, where: str, *, minimum: int = 0) -> list[int]:
+    """A JSON list of whole numbers, each at least ``minimum`` (the first bad entry is named)."""
+    if not isinstance(values, list):
+        raise ValueError(f"{where} must be a list of whole numbers, got {_short(values)}")
+    if all(type(v) is int for v in values) and (not values or min(values) >= minimum):
+        return values
+    return [whole(v, f"{where}[{k}]", minimum=minimum) for k, v in enumerate(values)]
 
 
 def text_or_empty(value, where: str) -> str:

@@ -115,7 +115,7 @@ def _request(where: str, r, service: str, origin: int, counted: dict) -> Request
     if not isinstance(stamps, list) or not isinstance(outputs, list) or len(stamps) != len(outputs):
         raise ValueError(f"{where}: response_timestamps and response_outputs must be lists of "
                          f"equal length")
-    stamps = [_load.whole(s, f"{where}: response_timestamps[{k}]") for k, s in enumerate(stamps)]
+    stamps = _load.wholes(stamps, f"{where}: response_timestamps")
     inputs = r.get("request_inputs") if isinstance(r.get("request_inputs"), dict) else {}
     if service == "openai":
         parsed = _openai(where, outputs)

@@ -57,6 +57,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 from vidya_lab._validate import atomic_write_text, check_output_file
 from vidya_lab.traces import _load
 from vidya_lab.traces._trace import Request, Trace, build_trace
@@ -121,23 +123,22 @@ def _record(where: str, line: int, row: dict, counts: dict) -> Request:
     counts["ids"].add(rid)
     sent = _load.number(row["sent_s"], f"{where}: sent_s")
     chunks = _load.numbers(row["chunk_times_s"], f"{where}: chunk_times_s")
-    if any(b < a for a, b in zip([sent, *chunks], chunks, strict=False)):
+    if chunks.size and np.any(np.diff(np.concatenate([[sent], chunks])) < 0):
         raise ValueError(f"{where}: chunk_times_s must be in order and not before sent_s")
     error = _load.text_or_empty(row.get("error"), f"{where}: error")
     per_chunk = row.get("chunk_tokens")
     if per_chunk is not None:
-        if not isinstance(per_chunk, list) or len(per_chunk) != len(chunks):
+        if not isinstance(per_chunk, list) or len(per_chunk) != chunks.size:
             raise ValueError(f"{where}: chunk_tokens must be a list as long as chunk_times_s")
-        per_chunk = [_load.whole(k, f"{where}: chunk_tokens[{j}]", minimum=1)
-                     for j, k in enumerate(per_chunk)]
+        per_chunk = _load.wholes(per_chunk, f"{where}: chunk_tokens", minimum=1)
     n = row.get("completion_tokens")
     n = None if n is None else _load.whole(n, f"{where}: completion_tokens")
-    if n is not None and n < len(chunks) and not error:
+    if n is not None and n < chunks.size and not error:
         raise ValueError(f"{where}: completion_tokens ({n}) is fewer than the chunks with content "
-                         f"({len(chunks)})")
+                         f"({chunks.size})")
     if n is None and per_chunk is not None:
         n = sum(per_chunk)
-    if n is None and chunks and not error:
+    if n is None and chunks.size and not error:
         counts["assumed"] += 1
     prompt = row.get("prompt_tokens")
     prompt = None if prompt is None else _load.whole(prompt, f"{where}: prompt_tokens")

@@ -104,7 +104,7 @@ def _requests(name: str, cols: dict) -> tuple[list[Request], dict]:
         sent = _load.number(starts[i], f"{where}: start_times[{i}]") if starts else 0.0
         prompt = (_load.whole(cols["input_lens"][i], f"{where}: input_lens[{i}]")
                   if "input_lens" in cols else None)
-        ok = error == "" and (ttft > 0 or bool(itl) or n > 0)
+        ok = error == "" and (ttft > 0 or itl.size > 0 or n > 0)
         chunks = sent + ttft + np.concatenate([[0.0], np.cumsum(itl)]) if ok else ()
         if ok and n == 0:
             notes["zero_lens"] += 1
