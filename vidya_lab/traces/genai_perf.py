@@ -134,9 +134,10 @@ def _request(where: str, r, service: str, origin: int, counted: dict) -> Request
         ids = inputs.get("input_ids")
         prompt = len(ids) if isinstance(ids, list) else None
         counted["ids"] += 1
-    elif isinstance(usage.get("completion_tokens"), int):
-        n = usage["completion_tokens"]
-        prompt = usage.get("prompt_tokens") if isinstance(usage.get("prompt_tokens"), int) else None
+    elif usage.get("completion_tokens") is not None:
+        n = _load.whole(usage["completion_tokens"], f"{where}: usage.completion_tokens")
+        prompt = usage.get("prompt_tokens")
+        prompt = None if prompt is None else _load.whole(prompt, f"{where}: usage.prompt_tokens")
         counted["usage"] += 1
     elif content:
         counted["assumed"] += 1
