@@ -8,6 +8,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_traces import (
+    CASES,
+    GENAI,
+    LLMPERF,
+    LLMPERF_SUMMARY,
+    VLLM,
+    VLLM_AGG,
+    by_hand,
+    hand_summary,
+)
 
 from vidya_lab import cli
 
@@ -114,3 +124,78 @@ def test_console_entry_point_runs():
     proc = subprocess.run([sys.executable, "-m", "vidya_lab", "slo", str(DATA / "small_trace.csv"),
                            "--json"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and json.loads(proc.stdout)["count"] == 4
+
+
+# ----------------------------------------------------------------------------- benchmark outputs
+
+CSV_KEYS = {"count", "finished", "rejected", "timed_out", "ttft_s", "tpot_s", "e2e_s",
+            "tpot_undefined"}
+
+
+@pytest.mark.parametrize("path, fmt", CASES, ids=lambda x: getattr(x, "name", x))
+def test_each_format_keeps_the_contract_and_matches_the_hand_computation(capsys, path, fmt):
+    out = run_json(capsys, path, "--ttft", "0.3")
+    assert CSV_KEYS | {"attainment", "source_format", "conversions"} <= set(out)
+    assert out["source_format"] == fmt and out["conversions"]
+    assert all(isinstance(c, str) and c for c in out["conversions"])
+    hand = by_hand(path, fmt)
+    for key, values in (("ttft_s", hand["ttft"]), ("tpot_s", hand["tpot"]), ("e2e_s", hand["e2e"])):
+        assert set(out[key]) == PERCENTILE_KEYS
+        assert out[key] == pytest.approx(hand_summary(values), abs=1e-9), key
+    assert out["attainment"] == pytest.approx(
+        sum(1 for v in hand["ttft"] if v <= 0.3) / out["count"])  # failures count as missed
+    explicit = run_json(capsys, path, "--format", fmt, "--ttft", "0.3")
+    assert explicit == out
+
+
+def test_vllm_human_output_names_conversions_and_itl(capsys):
+    assert cli.main(["slo", str(VLLM)]) == 0
+    text = capsys.readouterr().out
+    assert "(vllm): 6 requests, 5 finished, 1 rejected" in text
+    assert "ITL" in text and "conversion: TPOT = (finish - first token)" in text
+    assert cli.main(["slo", str(LLMPERF)]) == 0
+    text = capsys.readouterr().out
+    assert "ITL" in text and "not in this file" in text
+    assert "assumption: the file records no send" in text
+
+
+def test_csv_output_gains_only_the_new_keys(capsys):
+    out = run_json(capsys, DATA / "small_trace.csv")
+    assert out["source_format"] == "csv" and out["conversions"] == []
+    assert out["itl_s"] is None and out["arrivals_known"] is True
+
+
+@pytest.mark.parametrize("args, message", [
+    ((VLLM_AGG,), "holds aggregates only (no per-request ttfts, itls, output_lens): re-run "
+                  "`vllm bench serve` with --save-result --save-detailed"),
+    ((LLMPERF_SUMMARY,), "LLMPerf's summary (aggregates only)"),
+    ((GENAI, "--format", "vllm"), "not a vLLM benchmark result: missing ttfts"),
+    ((VLLM, "--format", "genai-perf"), "not a GenAI-Perf profile export: missing experiments"),
+    ((DATA / "small_trace.csv", "--format", "llmperf"), "not LLMPerf individual responses"),
+    ((VLLM, "--experiment", "0"), "experiment is only for GenAI-Perf exports"),
+])
+def test_bad_benchmark_files_exit_2_naming_file_and_what_is_missing(capsys, args, message):
+    err = one_line_error(capsys, *args[:1], *args[1:])
+    assert message in err and str(args[0]) in err
+
+
+def test_truncated_multi_experiment_and_oversized_files(tmp_path, capsys, monkeypatch):
+    cut = tmp_path / "cut.json"
+    cut.write_text(VLLM.read_text()[:700])
+    assert "cut.json: truncated JSON" in one_line_error(capsys, cut)
+    doc = json.loads(GENAI.read_text())
+    doc["experiments"].append(doc["experiments"][0])
+    two = tmp_path / "two.json"
+    two.write_text(json.dumps(doc))
+    assert "choose one with --experiment N" in one_line_error(capsys, two)
+    assert run_json(capsys, two, "--experiment", "1")["count"] == 6
+    from vidya_lab.traces import _load
+
+    monkeypatch.setattr(_load, "MAX_TRACE_BYTES", 512)
+    assert "the limit is 512" in one_line_error(capsys, VLLM)
+    assert run_json(capsys, VLLM, "--max-mib", "1")["count"] == 6
+    with pytest.raises(SystemExit):
+        cli.main(["slo", str(VLLM), "--max-mib", "0"])
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["slo", str(VLLM), "--format", "vllm-json"])
+    assert exc.value.code == 2
