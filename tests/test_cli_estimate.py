@@ -34,12 +34,18 @@ def test_estimate_defaults_match_the_contract(capsys):
                                                 osl=256, batch=1))
 
 
-def test_not_fitting_is_an_answer_not_an_error(capsys):
-    got = _json(capsys, ["estimate", "--model", "llama-3.1-405b", "--gpu", "h100-sxm", "--json"])
+def test_not_fitting_prints_the_answer_and_exits_1(capsys):
+    assert main(["estimate", "--model", "llama-3.1-405b", "--gpu", "h100-sxm", "--json"]) == 1
+    captured = capsys.readouterr()
+    got = json.loads(captured.out)
     assert got["fits"] is False and "exceed" in got["reason"]
+    assert "does not fit" in captured.err and captured.err.count("\n") == 1
     assert got["ttft_s"] is None
-    assert main(["estimate", "--model", "llama-3.1-405b", "--gpu", "h100-sxm"]) == 0
-    assert "fits               no:" in capsys.readouterr().out
+    # a layout that does not fit prints its estimate, says why on stderr, and exits 1
+    assert main(["estimate", "--model", "llama-3.1-405b", "--gpu", "h100-sxm"]) == 1
+    out = capsys.readouterr()
+    assert "fits               no:" in out.out
+    assert out.err.startswith("vidya-lab estimate: failed: llama-3.1-405b does not fit")
 
 
 @pytest.mark.parametrize("extra, message", [
@@ -81,3 +87,22 @@ def test_console_entry_point_exit_status():
     proc = subprocess.run([sys.executable, "-m", "vidya_lab", "estimate", "--model", "nope",
                            "--gpu", "h100-sxm"], capture_output=True, text=True)
     assert proc.returncode == 2 and "unknown model" in proc.stderr
+
+
+@pytest.mark.parametrize("argv", [
+    ["--model", "llama-2-70b", "--gpu", "a100-80gb", "--tp", "2", "--gpus", "2"],
+    ["--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--precision", "fp8"],
+    ["--model", "llama-3.1-70b", "--gpu", "a100-80gb", "--tp", "2", "--gpus", "2",
+     "--precision", "fp16"],
+])
+def test_published_configurations_fit(capsys, argv):
+    """Issue 14: layouts TensorRT-LLM publishes measurements for are accepted (memory as reported)."""
+    got = _json(capsys, ["estimate", *argv, "--json"])
+    assert got["fits"] is True and got["max_concurrent_sequences"] >= 1
+
+
+def test_huge_numbers_are_one_line_errors(capsys):
+    assert main(["estimate", "--model", "llama-3.1-70b", "--gpu", "h100-sxm",
+                 "--isl", "1" + "0" * 400]) == 2
+    err = capsys.readouterr().err
+    assert "isl must be an integer <=" in err and err.count("\n") == 1

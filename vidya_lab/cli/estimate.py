@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from vidya_lab import sizing
-from vidya_lab.cli import print_json
+from vidya_lab.cli import RunFailed, print_json
 
 
 def register(subparsers) -> None:
@@ -41,17 +41,28 @@ def run(args) -> int:
                           osl=args.osl, batch=args.batch, memory_rule=args.memory_rule)
     if args.json:
         print_json(est)
-        return 0
+    else:
+        _print_table(args, est)
+    if not est["fits"]:  # the estimate is printed, and the verdict is the exit status
+        raise RunFailed(f"{args.model} does not fit on {args.gpus} x {args.gpu}: {est['reason']}")
+    return 0
+
+
+def _print_table(args, est: dict) -> None:
     print(f"{args.model} on {args.gpus} x {args.gpu} (tp={args.tp}, pp={args.pp}, {args.precision}), "
           f"isl={args.isl}, osl={args.osl}, batch={args.batch}")
+    print(f"  device memory      {est['hbm_bytes'] / 1e9:10.2f} GB per GPU, as the device reports it")
     print(f"  weights            {est['weights_bytes'] / 1e9:10.2f} GB in all, "
           f"{est['weights_bytes_per_gpu'] / 1e9:.2f} GB per GPU")
-    print(f"  KV cache           {est['kv_bytes_per_token']:10,.0f} bytes per token")
+    print(f"  KV cache           {est['kv_bytes_per_token']:10,.0f} bytes per token, "
+          f"{est['kv_budget_bytes_per_gpu'] / 1e9:.2f} GB per GPU for it")
     print(f"  fits               {'yes' if est['fits'] else 'no: ' + est['reason']}")
-    print(f"  concurrent seqs    {est['max_concurrent_sequences']:10d} per replica (KV memory)")
+    print(f"  concurrent seqs    {est['max_concurrent_sequences']:10d} per replica (KV memory; "
+          f"engine cap {est['max_num_seqs']})")
     if est["fits"]:
         print(f"  TTFT (idle)        {est['ttft_s'] * 1e3:10.1f} ms")
         print(f"  TPOT               {est['tpot_s'] * 1e3:10.2f} ms at batch {args.batch}")
         print(f"  max output         {est['max_output_tokens_per_s']:10,.0f} tokens/s "
               f"(roofline bound {est['roofline_output_tokens_per_s']:,.0f})")
-    return 0
+    note = " — EXTRAPOLATED: no published timing row for this GPU" if est["extrapolated"] else ""
+    print(f"  calibration        {est['calibration']}{note}")
