@@ -338,3 +338,19 @@ def test_pipelines_pay_where_memory_or_nodes_force_them():
     first = ranked[0]
     assert first.gpus_per_replica == 16 and first.tp == 8 and first.pp == 2
     assert first.nodes_per_replica == 2
+
+
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda: layouts.candidate_degrees(TANVI.model_id, tps=True), TypeError, "tps must be a list"),
+    (lambda: layouts.candidate_degrees(TANVI.model_id, pps=[]), ValueError, "pps must list"),
+    (lambda: layouts.candidate_degrees(TANVI.model_id, tps=[0]), ValueError, r"tps\[0\]"),
+    (lambda: layouts.pipeline_schedule(sizing.Replica(TANVI.model_id, "h100-sxm", tp=4, pp=2),
+                                       9906478990, 70000), ValueError, "batch must be an integer <="),
+    (lambda: layouts.tpot_parts("not a replica", 1, 100), TypeError, "sizing.Replica"),
+    (lambda: layouts.evaluate_layout(TANVI.model_id, "h100-sxm", 4, peak_rps=10**400, isl=100,
+                                     osl=10, ttft_target_s=1, tpot_target_s=0.1),
+     ValueError, "peak_rps must be a finite number"),
+])
+def test_layout_boundaries_refuse_nonsense_by_name(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
