@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from vidya_lab import caching
+from vidya_lab import caching, sizing
 from vidya_lab.cli import UsageError, print_json
 from vidya_lab.scenario import TANVI
 
@@ -61,7 +61,7 @@ def run(args) -> int:
     if args.tp is None:
         r = caching.default_replica(args.model, args.gpu, args.precision)
     else:
-        r = caching.sizing.Replica(args.model, args.gpu, tp=args.tp, precision=args.precision)
+        r = sizing.Replica(args.model, args.gpu, tp=args.tp, precision=args.precision)
         if not r.weights_fit:
             raise UsageError(f"{args.model} in {args.precision} does not fit on tp={args.tp} x "
                              f"{args.gpu}; choose a larger --tp")
