@@ -22,7 +22,7 @@ Read the code in this order (each file one idea, with the function that holds it
 9. :mod:`~vidya_lab.caching.memory_cost` — what the cache's memory costs the running batch:
    :func:`saturated_throughput_with_cache`.
 10. :mod:`~vidya_lab.caching.speculative` — speculative decoding priced by the cost model:
-    :func:`spec_decode_at_batch`.
+    :func:`speculative_at_batch`.
 11. :mod:`~vidya_lab.caching.quantisation` — :func:`quantisation_table`.
 12. :mod:`~vidya_lab.caching.disaggregation` — :func:`prefill_interference`.
 
@@ -46,10 +46,16 @@ from vidya_lab.caching.quantisation import QUANT_OPTIONS, quantisation_table
 from vidya_lab.caching.replay import CacheResult, best_case_token_hit_rate, simulate
 from vidya_lab.caching.savings import prefill_flops, prefill_time_with_cache_s, ttft_with_cache_s
 from vidya_lab.caching.speculative import (
+    DEFAULT_DRAFT_MODEL,
+    AssumedCostDraft,
+    DraftModel,
+    PromptLookup,
     spec_break_even_batch,
     spec_decode_at_batch,
     spec_expected_tokens,
     spec_walltime_speedup,
+    speculative_at_batch,
+    speculative_break_even_batch,
 )
 from vidya_lab.caching.sweeps import MAX_SWEEP_SIZES, cliff_sweep, sweep_cache_bytes
 from vidya_lab.caching.trace import KINDS, PromptTrace
@@ -87,6 +93,12 @@ __all__ = [
     "spec_walltime_speedup",
     "spec_decode_at_batch",
     "spec_break_even_batch",
+    "speculative_at_batch",
+    "speculative_break_even_batch",
+    "DraftModel",
+    "PromptLookup",
+    "AssumedCostDraft",
+    "DEFAULT_DRAFT_MODEL",
     "quantisation_table",
     "QUANT_OPTIONS",
     "prefill_interference",
