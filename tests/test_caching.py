@@ -484,3 +484,95 @@ def test_regular_think_times_make_the_cliff_memoryless_ones_a_slope():
              for cv in (0.0, 1.0)}
     assert np.all(share[0.0][:3] < share[1.0][:3])
     assert share[0.0][0] < 0.1 < share[1.0][0]
+
+
+# ----------------------------------------------------------------------------- the segment store
+
+@pytest.mark.parametrize("block", [1, 7, 16])
+def test_segment_tree_keys_equal_hashing_each_sequence_whole(block):
+    """sequence_hashes joins per-segment keys; it must equal hashing prompt + answer from scratch."""
+    trace = C.tutor_trace(60, seed=3, turns_mean=3, think_s_mean=5.0, upload_fraction=0.2,
+                          upload_tokens=37, syllabus_tokens=45, subject_tokens=9,
+                          question_tokens=11)
+    keys = trace.sequence_hashes(block)
+    assert len(keys) == len(trace)
+    for i in range(len(trace)):
+        whole = np.concatenate([trace.prompts[i], trace.answers[i]])
+        assert keys[i] == C.block_hashes(whole, block)
+        assert trace.prompts[i].size == trace.prompt_tokens[i]
+        assert trace.answers[i].size == trace.answer_tokens[i]
+    assert trace.tokens.size < (trace.prompt_tokens + trace.answer_tokens).sum()  # stored once
+
+
+def test_from_prompts_replays_your_own_requests():
+    prompts = [list(range(40)), list(range(40)) + [7, 8], list(range(100, 130))]
+    answers = [[1, 2, 3], [4] * 20, []]
+    trace = C.PromptTrace.from_prompts([2.0, 0.0, 1.0], prompts, answers)
+    assert trace.prompts[0].tolist() == prompts[1] and trace.answers[0].tolist() == [4] * 20
+    assert trace.sequence_hashes(4)[1] == C.block_hashes(prompts[2], 4)
+    res = C.simulate(trace, cache_bytes=1e9, block_tokens=4, tpot_s=0.0)
+    assert res.hit_tokens.tolist() == [0, 0, 36]  # the third arrival reuses nine blocks of the first
+    with pytest.raises(ValueError, match="one entry per arrival"):
+        C.PromptTrace.from_prompts([0.0], prompts, answers)
+    with pytest.raises(ValueError, match="at least one token"):
+        C.PromptTrace.from_prompts([0.0], [[]], [[1]])
+    with pytest.raises(ValueError, match="kind"):
+        C.PromptTrace.from_prompts([0.0], [[1]], [[1]], kind=["chat"])
+
+
+# ----------------------------------------------------------------------------- issue 16: refusals
+
+def test_sweep_refuses_unknown_kinds_by_name_like_cliff_sweep():
+    trace = C.tutor_trace(30, seed=2, turns_mean=2, think_s_mean=5.0)
+    for call in (C.sweep_cache_bytes, C.cliff_sweep):
+        with pytest.raises(ValueError, match="kinds must be one of 'new', 'follow-up', 'upload'"):
+            call(trace, [1e9], kinds=["nope"])
+        with pytest.raises(ValueError, match="no requests of kinds"):  # none of them in this trace
+            call(trace, [1e9], kinds=["upload"])
+        with pytest.raises(TypeError, match="trace"):
+            call([1, 2], [1e9])
+    row = C.sweep_cache_bytes(trace, [1e9], kinds="follow-up")[0]  # one kind as a string
+    assert 0 < row["kind_token_hit_rate"] <= 1
+    with pytest.raises(ValueError, match="cache_bytes"):
+        C.sweep_cache_bytes(trace, [float("nan")])
+
+
+def test_trace_sizes_are_bounded_before_anything_is_drawn():
+    with pytest.raises(ValueError, match=r"subjects must be an integer <= 100000"):
+        C.tutor_trace(100, seed=0, subjects=10**7)
+    with pytest.raises(ValueError, match="n_requests must be an integer <= 200000"):
+        C.tutor_trace(C.MAX_TRACE_REQUESTS + 1, seed=0)
+    with pytest.raises(ValueError, match=r"distinct tokens\) needs 2e\+09 tokens; the limit is 2e\+08"):
+        C.tutor_trace(1000, seed=0, answer_tokens=2_000_000)
+    with pytest.raises(ValueError, match="a replay walks.*the limit is 1.8e\\+09"):
+        C.tutor_trace(100_000, seed=0, turns_mean=500.0, think_s_mean=1.0)
+    with pytest.raises(ValueError, match="subjects x subject_tokens"):
+        C.tutor_trace(10, seed=0, subjects=90_000, subject_tokens=10_000)
+    with pytest.raises(TypeError, match="question_tokens"):
+        C.tutor_trace(10, seed=0, question_tokens=1.5)
+
+
+def test_bad_objects_and_flags_are_named():
+    r = C.default_replica()
+    for bad in (float("nan"), "abc", [1.5, 2.0], [1, float("nan")], np.zeros((2, 2), dtype=int)):
+        with pytest.raises(TypeError, match="tokens"):
+            C.block_hashes(bad, 4)
+    assert C.block_hashes((np.int64(1), 2, 3, 4), 2) == C.block_hashes([1, 2, 3, 4], 2)
+    with pytest.raises(TypeError, match="share_blocks must be True or False"):
+        C.saturated_throughput_with_cache(r, 3550, 350, 1e9, 3000, share_blocks="False")
+    with pytest.raises(TypeError, match="skip_cached_prefill must be True or False"):
+        C.saturated_throughput_with_cache(r, 3550, 350, 1e9, 3000, skip_cached_prefill=0)
+    with pytest.raises(TypeError, match="replica"):
+        C.concurrency_with_cache({"tp": 4}, 1e9, 100)
+    cache = C.PrefixCache(10, 4)
+    with pytest.raises(TypeError, match="handle"):
+        cache.release(None)
+    with pytest.raises(TypeError, match="hashes"):
+        cache.admit(5, 1)
+    _, handle = cache.admit(C.block_hashes(list(range(8)), 4), 1)
+    with pytest.raises(ValueError, match="another PrefixCache"):
+        C.PrefixCache(10, 4).release(handle)
+    with pytest.raises(TypeError, match="options"):
+        C.quantisation_table(options=5)
+    with pytest.raises(TypeError, match="model must be an id string"):
+        C.default_replica(["llama"])

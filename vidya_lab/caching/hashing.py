@@ -21,36 +21,43 @@ from vidya_lab import _validate as v
 ROOT_HASH = 0x5EED_CAC4E
 
 
-def _token_list(tokens) -> list[int]:
-    """``tokens`` as a list of Python ints ≥ 0, or a TypeError/ValueError naming ``tokens``."""
+def _token_tuple(tokens) -> tuple[int, ...]:
+    """``tokens`` as a tuple of Python ints, or a TypeError naming ``tokens``.
+
+    One C-speed pass checks them: the sum of Python ints is an int, and a float, a NaN or a numpy
+    scalar among them changes its type (then the slow path names the offending entry).
+    """
     if isinstance(tokens, np.ndarray):
         if tokens.ndim != 1 or (tokens.size and tokens.dtype.kind not in "iu"):
             raise TypeError(f"tokens must be a 1-D array of integer token ids, got shape "
                             f"{tokens.shape} and dtype {tokens.dtype}")
-        toks = tokens.tolist()
-    elif isinstance(tokens, (list, tuple)):
-        toks = tokens if isinstance(tokens, list) else list(tokens)
-        if not all(type(t) is int for t in toks):
-            bad = next(t for t in toks if type(t) is not int)
-            if isinstance(bad, (bool, np.bool_)) or not isinstance(bad, (int, np.integer)):
-                raise TypeError(f"tokens must hold integer token ids, got {v._show(bad)} "
-                                f"({type(bad).__name__})")
-            toks = [int(t) for t in toks]
-    else:
+        return tuple(tokens.tolist())
+    if not isinstance(tokens, (list, tuple)):
         raise TypeError(f"tokens must be a sequence or 1-D array of integer token ids, got "
                         f"{v._show(tokens)} ({type(tokens).__name__})")
-    if toks and min(toks) < 0:
-        raise ValueError(f"tokens must be token ids >= 0, got {min(toks)}")
-    return toks
+    toks = tuple(tokens)
+    try:
+        ok = type(sum(toks)) is int
+    except TypeError:
+        ok = False
+    if ok:
+        return toks
+    for t in toks:  # slow path: name the entry, accept numpy integers
+        if v._is_bool(t) or not isinstance(t, (int, np.integer)):
+            raise TypeError(f"tokens must hold integer token ids, got {v._show(t)} "
+                            f"({type(t).__name__})")
+    return tuple(int(t) for t in toks)
 
 
-def chain(parent: int, tokens: list[int], block_tokens: int) -> list[int]:
-    """Keys of the full blocks of ``tokens``, chained from ``parent`` (no validation: internal)."""
+def chain(parent: int, tokens, block_tokens: int) -> list[int]:
+    """Keys of the full blocks of ``tokens`` (a tuple or list of ints), chained from ``parent``
+    (no validation: internal)."""
+    t = tokens if isinstance(tokens, tuple) else tuple(tokens)
     out: list[int] = []
     h = parent
     b = block_tokens
-    for start in range(0, (len(tokens) // b) * b, b):
-        h = hash((h, tuple(tokens[start:start + b])))
+    for start in range(0, (len(t) // b) * b, b):
+        h = hash((h, t[start:start + b]))
         out.append(h)
     return out
 
@@ -60,7 +67,7 @@ def block_hashes(tokens, block_tokens: int = 16, *, parent: int = ROOT_HASH) -> 
 
     Parameters
     ----------
-    tokens : token ids (a list, tuple or 1-D integer array; each ≥ 0).
+    tokens : token ids (a list, tuple or 1-D integer array of integers).
     block_tokens : tokens per block (≥ 1).
     parent : key the chain starts from (:data:`ROOT_HASH` for a sequence's first block).
 
@@ -70,4 +77,4 @@ def block_hashes(tokens, block_tokens: int = 16, *, parent: int = ROOT_HASH) -> 
     """
     b = v.check_int("block_tokens", block_tokens, minimum=1)
     p = v.check_int("parent", parent)
-    return chain(p, _token_list(tokens), b)
+    return chain(p, _token_tuple(tokens), b)

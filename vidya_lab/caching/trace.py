@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vidya_lab import _validate as v
-from vidya_lab.caching.hashing import ROOT_HASH, _token_list, chain
+from vidya_lab.caching.hashing import ROOT_HASH, _token_tuple, chain
 from vidya_lab.workload import Workload
 
 KINDS = ("new", "follow-up", "upload")
@@ -196,14 +196,15 @@ class PromptTrace:
         kinds = v.check_labels("kind", "new" if kind is None else kind, n)
         for k in set(kinds.tolist()):
             v.check_choice("kind", k, KINDS)
-        segs = [np.asarray(_token_list(s), dtype=np.int64) for pair in zip(prompts, answers, strict=True)
+        segs = [np.asarray(_token_tuple(s), dtype=np.int64) for pair in zip(prompts, answers, strict=True)
                 for s in pair]
         total = sum(s.size for s in segs)
         v.check_work("PromptTrace.from_prompts", total, max_tokens, unit="tokens")
         if any(s.size == 0 for s in segs[::2]):
             raise ValueError("every prompt needs at least one token")
-        if total and max(int(s.max(initial=0)) for s in segs) >= 2**31:
-            raise ValueError("token ids must be < 2**31")
+        if total and (max(int(s.max(initial=0)) for s in segs) >= 2**31
+                      or min(int(s.min(initial=0)) for s in segs) < 0):
+            raise ValueError("token ids must lie in [0, 2**31)")
         order = np.argsort(arr, kind="stable")
         lens = np.asarray([s.size for s in segs], dtype=np.int64)
         ids = np.arange(2 * n, dtype=np.int64)

@@ -188,14 +188,19 @@ def tutor_trace(n_requests: int, *, seed, rate_per_s: float = TANVI.normal_peak_
     q_len, a_len = question_tokens.sample(conv.size, rng), answer_tokens.sample(conv.size, rng)
     is_upload = rng.uniform(size=n_conv) < up_frac
     subject_of = rng.integers(0, k_sub, size=n_conv)
-    first = np.r_[True, conv[1:] != conv[:-1]]
-    upload, subject = is_upload[conv], subject_of[conv]
+    return _build(rng, heads, conv, arrival, q_len, a_len, is_upload[conv], subject_of[conv], up_tok)
+
+
+def _build(rng, heads, conv, arrival, q_len, a_len, upload, subject, up_tok: int) -> PromptTrace:
+    """Check the sizes, then draw every request's tokens into one store and assemble the trace."""
+    syl, sub_tok = heads[0].size, heads[1].size
+    first = np.r_[True, conv[1:] != conv[:-1]]  # a conversation's first turn
     empty_head = syl + sub_tok == 0
     fixed = (first & ~upload & (q_len == 0)).astype(np.int64) if empty_head else np.zeros_like(q_len)
     _check_sizes(q_len, a_len, first, upload, fixed, syl, sub_tok, up_tok)
     n_docs = int((first & upload).sum())
-    store = _Segments(syl + k_sub * sub_tok + n_docs * up_tok + int((q_len + a_len + fixed).sum()),
-                      1 + k_sub + n_docs + 2 * n)
+    store = _Segments(sum(h.size for h in heads) + n_docs * up_tok + int((q_len + a_len + fixed).sum()),
+                      len(heads) + n_docs + 2 * conv.size)
     for i, head in enumerate(heads):
         store.add(head, -1 if i == 0 else 0)
     q_seg, a_seg = _draw_tokens(store, rng, q_len, a_len, first, upload, subject, up_tok, empty_head)
