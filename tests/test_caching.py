@@ -316,12 +316,108 @@ def test_speculative_formula_hand_values_and_limits():
 
 
 def test_speculative_decoding_wins_at_batch_one_loses_at_high_load():
+    """The draft's cost from the cost model (an 8B draft on the target's GPUs), not an assumed c."""
     r = C.default_replica()
-    one = C.spec_decode_at_batch(r, 1, 500, 0.6, 5, 0.05)
-    assert one["speedup"] == pytest.approx(C.spec_walltime_speedup(0.6, 5, 0.05), rel=0.05)
-    big = C.spec_decode_at_batch(r, 256, 500, 0.6, 5, 0.05)
+    one = C.spec_decode_at_batch(r, 1, 500, 0.8, 4)
+    c = one["draft_cost_ratio"]
+    # at batch 1 the verify step is memory-bound: Theorem 3.8 with the derived c, within 5 %
+    assert one["speedup"] == pytest.approx(C.spec_walltime_speedup(0.8, 4, c), rel=0.05)
+    big = C.spec_decode_at_batch(r, r.max_num_seqs, 500, 0.8, 4)
     assert big["speedup"] < 1.0 < one["speedup"]
     assert big["verify_step_s"] > 3 * big["plain_step_s"]  # compute-bound: γ + 1 tokens cost
+
+
+def test_draft_model_costs_come_from_its_own_replica_with_the_overhead():
+    """Issue 14: a draft step pays the calibrated per-iteration overhead, so c is not 0.05."""
+    r = C.default_replica()
+    draft = C.DraftModel(0.8)
+    d = draft.replica(r)
+    assert d.model.id == C.DEFAULT_DRAFT_MODEL and d.gpu == r.gpu and d.tp == r.tp
+    assert d.calibration == r.calibration and d.precision == r.precision
+    b, ctx, g = 8, 500, 4
+    x = C.speculative_at_batch(r, b, ctx, draft, g)
+    plain = sizing.decode_step_time_s(r, b, ctx)
+    draft_s = sum(sizing.decode_step_time_s(d, b, ctx + j) for j in range(g))  # γ draft steps
+    t = g + 1  # the verify step: γ + 1 tokens per sequence, γ + 1 logit rows
+    verify = r.step_time_s(b * t, b * (t * ctx + t * (t + 1) / 2), b * (ctx + t), b * t, 0, 0)
+    e = (1 - 0.8 ** 5) / 0.2
+    assert x["plain_step_s"] == pytest.approx(plain)
+    assert x["draft_s"] == pytest.approx(draft_s)
+    assert x["verify_step_s"] == pytest.approx(verify)
+    assert x["expected_tokens"] == pytest.approx(e)
+    assert x["speedup"] == pytest.approx(e * plain / (verify + draft_s))
+    assert x["draft_cost_ratio"] == pytest.approx(draft_s / (g * plain))
+    overhead = r.calibration.step_overhead_s
+    assert x["draft_cost_ratio"] >= overhead / plain  # each draft step pays the overhead
+    assert x["draft_cost_ratio"] > 0.05  # the chapter's old assumption is below the model's floor
+    assert x["draft_weights_bytes_per_gpu"] == pytest.approx(d.weights_bytes_per_gpu)
+    # a draft on one GPU (vLLM's speculative_draft_tensor_parallel_size=1) is its own replica
+    assert C.DraftModel(0.8, tp=1).replica(r).tp == 1
+
+
+def test_speculative_speedup_falls_with_batch_like_vllm_measured():
+    """vLLM: speed-ups at low request rates, slowdowns at high ones (facts.md)."""
+    r = C.default_replica()
+    batches = [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    for drafter in (C.DraftModel(0.8), C.PromptLookup(0.5, 20.0)):
+        ups = [C.speculative_at_batch(r, b, 500, drafter, 4)["speedup"] for b in batches]
+        assert ups[0] > 1.2
+        assert all(later <= earlier + 1e-9 for earlier, later in zip(ups, ups[1:], strict=False))
+        assert ups[-1] < 0.9 * ups[0]
+    # compute-bound verification: past the break-even batch both drafters lose
+    assert C.speculative_at_batch(r, 256, 500, C.DraftModel(0.8), 4)["speedup"] < 1.0
+    lookup = C.speculative_break_even_batch(r, 500, C.PromptLookup(0.5, 20.0), 4, max_batch=10**5)
+    assert lookup is not None and C.speculative_at_batch(
+        r, lookup, 500, C.PromptLookup(0.5, 20.0), 4)["speedup"] < 1.0
+
+
+def test_prompt_lookup_by_hand():
+    """q = 0.5 of the answer in quotes of mean 10 tokens, γ = 4: α = 0.9 inside a quote,
+    E = (1 − 0.9^5)/0.1 = 4.0951, tokens per step 1/(0.5/E + 0.5) = 1.6075, drafts in 19.6 % of
+    steps, and no draft model runs."""
+    r = C.default_replica()
+    pl = C.PromptLookup(quote_fraction=0.5, mean_quote_tokens=10.0)
+    e = (1 - 0.9**5) / 0.1
+    assert pl.alpha == pytest.approx(0.9)
+    assert pl.expected_tokens(4) == pytest.approx(1 / (0.5 / e + 0.5)) == pytest.approx(1.60746, abs=1e-5)
+    f = (0.5 / e) / (0.5 / e + 0.5)
+    assert pl.proposing_share(4) == pytest.approx(f) == pytest.approx(0.19627, abs=1e-5)
+    b, ctx, t = 32, 1000, 5
+    x = C.speculative_at_batch(r, b, ctx, pl, 4)
+    assert x["draft_s"] == 0.0 and x["draft_weights_bytes_per_gpu"] == 0.0
+    bp, bd = b * f, b * (1 - f)  # drafting sequences verify 5 tokens, the others decode one
+    verify = r.step_time_s(bp * t, bp * (t * ctx + t * (t + 1) / 2), bp * (ctx + t), bp * t, bd, bd * ctx)
+    assert x["verify_step_s"] == pytest.approx(verify)
+    assert x["speedup"] == pytest.approx(pl.expected_tokens(4) * x["plain_step_s"] / verify)
+    # no quotes: nothing to propose, exactly plain decoding at every batch
+    for batch in (1, 64, 256):
+        assert C.speculative_at_batch(r, batch, ctx, C.PromptLookup(0.0, 10.0), 4)["speedup"] == 1.0
+    # an answer that is one long quote: γ + 1 tokens a step, memory-bound at batch 1
+    whole = C.speculative_at_batch(r, 1, ctx, C.PromptLookup(1.0, 1e9), 4)
+    assert whole["expected_tokens"] == pytest.approx(5.0, rel=1e-6)
+    assert whole["speedup"] == pytest.approx(5.0 * whole["plain_step_s"] / whole["verify_step_s"])
+
+
+def test_assumed_cost_draft_is_theorem_3_8_and_drafters_are_checked():
+    r = C.default_replica()
+    x = C.spec_decode_at_batch(r, 1, 500, 0.6, 5, 0.05)  # c given: a what-if, γ·c plain steps
+    assert x["drafter"] == "assumed-cost" and x["draft_s"] == pytest.approx(5 * 0.05 * x["plain_step_s"])
+    assert x["speedup"] == pytest.approx(C.spec_walltime_speedup(0.6, 5, 0.05), rel=0.05)
+    assert C.spec_decode_at_batch(r, 4, 500, 0.7, 0)["speedup"] == 1.0  # γ = 0: plain decoding
+    with pytest.raises(ValueError, match="tokenizer"):  # Llama-2's 32,000-entry vocabulary
+        C.DraftModel(0.8, "llama-2-7b").replica(r)
+    with pytest.raises(ValueError, match="smaller"):
+        C.DraftModel(0.8, "llama-3.1-70b").replica(sizing.Replica("llama-3.1-8b", "h100-sxm"))
+    with pytest.raises(TypeError, match="drafter"):
+        C.speculative_at_batch(r, 1, 500, 0.8, 4)
+    with pytest.raises(ValueError, match="quote_fraction"):
+        C.PromptLookup(1.5, 10.0)
+    with pytest.raises(ValueError, match="mean_quote_tokens"):
+        C.PromptLookup(0.5, 0.5)
+    with pytest.raises(ValueError, match="gamma"):
+        C.spec_decode_at_batch(r, 1, 500, 0.8, 10**6)
+    with pytest.raises(ValueError, match="batch"):
+        C.spec_decode_at_batch(r, 10**9, 500, 0.8, 4)
 
 
 # ----------------------------------------------------------------------------- quantisation, interference
@@ -372,10 +468,10 @@ def test_cliff_sweep_floor_and_shares():
 
 def test_spec_break_even_batch_is_the_first_losing_batch():
     r = C.default_replica()
-    b = C.spec_break_even_batch(r, 500, 0.6, 5, 0.05)
-    assert b is not None and b > 1
-    assert C.spec_decode_at_batch(r, b, 500, 0.6, 5, 0.05)["speedup"] < 1.0
-    assert C.spec_decode_at_batch(r, b - 1, 500, 0.6, 5, 0.05)["speedup"] >= 1.0
+    b = C.spec_break_even_batch(r, 500, 0.8, 4)
+    assert b is not None and 1 < b < r.max_num_seqs
+    assert C.spec_decode_at_batch(r, b, 500, 0.8, 4)["speedup"] < 1.0
+    assert C.spec_decode_at_batch(r, b - 1, 500, 0.8, 4)["speedup"] >= 1.0
     assert C.spec_break_even_batch(r, 500, 0.99, 3, 0.0, max_batch=8) is None
 
 
@@ -388,3 +484,95 @@ def test_regular_think_times_make_the_cliff_memoryless_ones_a_slope():
              for cv in (0.0, 1.0)}
     assert np.all(share[0.0][:3] < share[1.0][:3])
     assert share[0.0][0] < 0.1 < share[1.0][0]
+
+
+# ----------------------------------------------------------------------------- the segment store
+
+@pytest.mark.parametrize("block", [1, 7, 16])
+def test_segment_tree_keys_equal_hashing_each_sequence_whole(block):
+    """sequence_hashes joins per-segment keys; it must equal hashing prompt + answer from scratch."""
+    trace = C.tutor_trace(60, seed=3, turns_mean=3, think_s_mean=5.0, upload_fraction=0.2,
+                          upload_tokens=37, syllabus_tokens=45, subject_tokens=9,
+                          question_tokens=11)
+    keys = trace.sequence_hashes(block)
+    assert len(keys) == len(trace)
+    for i in range(len(trace)):
+        whole = np.concatenate([trace.prompts[i], trace.answers[i]])
+        assert keys[i] == C.block_hashes(whole, block)
+        assert trace.prompts[i].size == trace.prompt_tokens[i]
+        assert trace.answers[i].size == trace.answer_tokens[i]
+    assert trace.tokens.size < (trace.prompt_tokens + trace.answer_tokens).sum()  # stored once
+
+
+def test_from_prompts_replays_your_own_requests():
+    prompts = [list(range(40)), list(range(40)) + [7, 8], list(range(100, 130))]
+    answers = [[1, 2, 3], [4] * 20, []]
+    trace = C.PromptTrace.from_prompts([2.0, 0.0, 1.0], prompts, answers)
+    assert trace.prompts[0].tolist() == prompts[1] and trace.answers[0].tolist() == [4] * 20
+    assert trace.sequence_hashes(4)[1] == C.block_hashes(prompts[2], 4)
+    res = C.simulate(trace, cache_bytes=1e9, block_tokens=4, tpot_s=0.0)
+    assert res.hit_tokens.tolist() == [0, 0, 36]  # the third arrival reuses nine blocks of the first
+    with pytest.raises(ValueError, match="one entry per arrival"):
+        C.PromptTrace.from_prompts([0.0], prompts, answers)
+    with pytest.raises(ValueError, match="at least one token"):
+        C.PromptTrace.from_prompts([0.0], [[]], [[1]])
+    with pytest.raises(ValueError, match="kind"):
+        C.PromptTrace.from_prompts([0.0], [[1]], [[1]], kind=["chat"])
+
+
+# ----------------------------------------------------------------------------- issue 16: refusals
+
+def test_sweep_refuses_unknown_kinds_by_name_like_cliff_sweep():
+    trace = C.tutor_trace(30, seed=2, turns_mean=2, think_s_mean=5.0)
+    for call in (C.sweep_cache_bytes, C.cliff_sweep):
+        with pytest.raises(ValueError, match="kinds must be one of 'new', 'follow-up', 'upload'"):
+            call(trace, [1e9], kinds=["nope"])
+        with pytest.raises(ValueError, match="no requests of kinds"):  # none of them in this trace
+            call(trace, [1e9], kinds=["upload"])
+        with pytest.raises(TypeError, match="trace"):
+            call([1, 2], [1e9])
+    row = C.sweep_cache_bytes(trace, [1e9], kinds="follow-up")[0]  # one kind as a string
+    assert 0 < row["kind_token_hit_rate"] <= 1
+    with pytest.raises(ValueError, match="cache_bytes"):
+        C.sweep_cache_bytes(trace, [float("nan")])
+
+
+def test_trace_sizes_are_bounded_before_anything_is_drawn():
+    with pytest.raises(ValueError, match=r"subjects must be an integer <= 100000"):
+        C.tutor_trace(100, seed=0, subjects=10**7)
+    with pytest.raises(ValueError, match="n_requests must be an integer <= 200000"):
+        C.tutor_trace(C.MAX_TRACE_REQUESTS + 1, seed=0)
+    with pytest.raises(ValueError, match=r"distinct tokens\) needs 2e\+09 tokens; the limit is 2e\+08"):
+        C.tutor_trace(1000, seed=0, answer_tokens=2_000_000)
+    with pytest.raises(ValueError, match="a replay walks.*the limit is 1.8e\\+09"):
+        C.tutor_trace(100_000, seed=0, turns_mean=500.0, think_s_mean=1.0)
+    with pytest.raises(ValueError, match="subjects x subject_tokens"):
+        C.tutor_trace(10, seed=0, subjects=90_000, subject_tokens=10_000)
+    with pytest.raises(TypeError, match="question_tokens"):
+        C.tutor_trace(10, seed=0, question_tokens=1.5)
+
+
+def test_bad_objects_and_flags_are_named():
+    r = C.default_replica()
+    for bad in (float("nan"), "abc", [1.5, 2.0], [1, float("nan")], np.zeros((2, 2), dtype=int)):
+        with pytest.raises(TypeError, match="tokens"):
+            C.block_hashes(bad, 4)
+    assert C.block_hashes((np.int64(1), 2, 3, 4), 2) == C.block_hashes([1, 2, 3, 4], 2)
+    with pytest.raises(TypeError, match="share_blocks must be True or False"):
+        C.saturated_throughput_with_cache(r, 3550, 350, 1e9, 3000, share_blocks="False")
+    with pytest.raises(TypeError, match="skip_cached_prefill must be True or False"):
+        C.saturated_throughput_with_cache(r, 3550, 350, 1e9, 3000, skip_cached_prefill=0)
+    with pytest.raises(TypeError, match="replica"):
+        C.concurrency_with_cache({"tp": 4}, 1e9, 100)
+    cache = C.PrefixCache(10, 4)
+    with pytest.raises(TypeError, match="handle"):
+        cache.release(None)
+    with pytest.raises(TypeError, match="hashes"):
+        cache.admit(5, 1)
+    _, handle = cache.admit(C.block_hashes(list(range(8)), 4), 1)
+    with pytest.raises(ValueError, match="another PrefixCache"):
+        C.PrefixCache(10, 4).release(handle)
+    with pytest.raises(TypeError, match="options"):
+        C.quantisation_table(options=5)
+    with pytest.raises(TypeError, match="model must be an id string"):
+        C.default_replica(["llama"])

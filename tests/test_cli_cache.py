@@ -57,6 +57,11 @@ def test_text_output_and_other_hardware(capsys):
     (["--model", "gpt-9"], "gpt-9"),
     (["--tp", "2"], "--tp"),
     (["--requests", "300000"], "--requests"),
+    (["--requests", "200001"], "<= 200000"),
+    (["--subjects", "10000000"], "subjects must be an integer <= 100000"),
+    (["--answer", "10000000"], "the limit is 2e+08"),
+    (["--shared-prefix", "-1"], "syllabus_tokens"),
+    (["--rate", "nan"], "rate_per_s"),
 ])
 def test_bad_input_is_one_line_exit_2(capsys, argv, message):
     assert main(["cache", *argv]) == 2

@@ -182,3 +182,75 @@ def test_merge_adds_one_upload_to_student_traffic():
     assert list(both.klass).count("upload") == 1
     with pytest.raises(TypeError, match="Workload"):
         wl.Workload.merge(students, [1, 2])
+
+
+# ----------------------------------------------------------------------------- issue 16: bounds and names
+
+def test_day_counts_and_bounds_are_exact_for_any_window():
+    day = wl.student_day_profile(2.0, start_hour=5.5)
+    per_day = day.mean_rate_per_s() * 86400
+    assert day.expected_count(86400 * 3) == pytest.approx(3 * per_day, rel=1e-12)
+    # 1e9 s = 11,574 whole days and a remainder: exact, in constant time (was a 1e9-point grid)
+    whole, rest = divmod(1e9, 86400.0)
+    t = np.linspace(whole * 86400, 1e9, 20_001)
+    remainder = float(np.trapezoid(day.rate_per_s(t), t))  # the curve repeats daily
+    assert day.expected_count(1e9) == pytest.approx(whole * per_day + remainder, rel=1e-9)
+    assert day.expected_count(0.0) == 0.0
+    assert day.max_rate_between(0, 1e12) == pytest.approx(2.0)  # a day or more holds the peak
+    with pytest.raises(ValueError, match="t0_s must be finite"):
+        day.max_rate_between(float("nan"), float("nan"))
+    with pytest.raises(ValueError, match="t1_s must be >="):
+        day.max_rate_between(5.0, 1.0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(0.0, 23.99), st.floats(1.0, 3 * 86400.0))
+def test_expected_count_is_the_integral_of_the_rate(start_hour, duration):
+    day = wl.student_day_profile(3.0, start_hour=start_hour)
+    t = np.linspace(0.0, duration, 200_001)
+    assert day.expected_count(duration) == pytest.approx(
+        float(np.trapezoid(day.rate_per_s(t), t)), rel=1e-3, abs=1e-6)
+
+
+def test_huge_windows_are_refused_before_anything_is_allocated():
+    from vidya_lab import autoscaling
+
+    with pytest.raises(ValueError, match="arrivals; the limit is 5e\\+07"):
+        wl.student_day_profile(6.0).arrivals(1e15, seed=0)
+    with pytest.raises(ValueError, match="limit"):  # the issue's case, through the fleet's workload
+        autoscaling.day_workload("normal", seed=0, duration_s=1e15)
+    silent = wl.DiurnalProfile(hours=(0.0, 12.0), relative=(1.0, 0.5), peak_rate_per_s=1.0,
+                               multiplier=0.0)
+    with pytest.raises(ValueError, match="chunks; the limit is 1e\\+05"):
+        silent.arrivals(1e15, seed=0)  # zero arrivals expected, but 2.8e11 chunks
+    assert silent.arrivals(86400.0, seed=0).size == 0
+    with pytest.raises(ValueError, match="state changes; the limit is 1e\\+06"):
+        wl.mmpp_arrivals((0.0, 0.0), (1.0, 1.0), 1e12, seed=0)  # zero rates hung
+    assert wl.mmpp_arrivals((0.0, 0.0), (1.0, 1.0), 100.0, seed=0).size == 0
+    with pytest.raises(ValueError, match="n must be an integer <= 50000000"):
+        wl.FixedLength(1).sample(10**9, 0)
+
+
+def test_wrong_types_and_flags_are_named():
+    with pytest.raises(TypeError, match="arrival_s must be a sequence"):
+        wl.make_workload(True, prompt_tokens=wl.FixedLength(1), output_tokens=wl.FixedLength(1), seed=0)
+    with pytest.raises(ValueError, match="arrival_s"):
+        wl.make_workload([[0.0, 1.0]], prompt_tokens=wl.FixedLength(1),
+                         output_tokens=wl.FixedLength(1), seed=0)
+    with pytest.raises(TypeError, match="exam_season must be True or False"):
+        wl.student_day_profile(2.0, exam_season="False")
+    with pytest.raises(TypeError, match="scenario"):
+        wl.tutor_requests([0.0], seed=0, scenario={"syllabus_prompt_tokens": 1})
+    with pytest.raises(TypeError, match="rates_per_s"):
+        wl.mmpp_arrivals(5, (1.0, 1.0), 10.0, seed=0)
+    with pytest.raises(TypeError, match="hours"):
+        wl.DiurnalProfile(hours=5, relative=(1.0,), peak_rate_per_s=1.0)
+    with pytest.raises(TypeError, match="values"):
+        wl.EmpiricalLength(5)
+    with pytest.raises(TypeError, match="requests"):
+        wl.Workload.from_requests(5)
+    with pytest.raises(TypeError, match="classes"):
+        wl.make_workload([0.0], prompt_tokens=wl.FixedLength(1), output_tokens=wl.FixedLength(1),
+                         seed=0, classes=[("a", 1.0)])
+    with pytest.raises(ValueError, match="prompt_tokens must be at most"):
+        wl.Workload.from_arrays([0.0], [1e30], [1])

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from vidya_lab import caching
+from vidya_lab import caching, sizing
 from vidya_lab.cli import UsageError, print_json
 from vidya_lab.scenario import TANVI
 
@@ -26,7 +26,8 @@ def register(subparsers) -> None:
         "cache", help="prefix-cache hit rates and TTFT with and without the cache",
         description=__doc__.split("\n\n", 1)[1].strip(),
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--requests", type=int, default=1000, help="requests to replay (default 1000)")
+    p.add_argument("--requests", type=int, default=1000,
+                   help=f"requests to replay (default 1000, at most {caching.MAX_TRACE_REQUESTS})")
     p.add_argument("--shared-prefix", type=int, default=TANVI.syllabus_prompt_tokens,
                    help=f"tokens every prompt starts with (default {TANVI.syllabus_prompt_tokens})")
     p.add_argument("--unique", type=int, default=TANVI.question_tokens_mean,
@@ -56,12 +57,13 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    if args.requests is not None and args.requests > 200_000:
-        raise UsageError(f"--requests must be <= 200000 (a replay holds every prompt), got {args.requests}")
+    if args.requests is not None and args.requests > caching.MAX_TRACE_REQUESTS:
+        raise UsageError(f"--requests must be <= {caching.MAX_TRACE_REQUESTS} (the documented cap: "
+                         f"about 0.6 GB and a minute), got {args.requests}")
     if args.tp is None:
         r = caching.default_replica(args.model, args.gpu, args.precision)
     else:
-        r = caching.sizing.Replica(args.model, args.gpu, tp=args.tp, precision=args.precision)
+        r = sizing.Replica(args.model, args.gpu, tp=args.tp, precision=args.precision)
         if not r.weights_fit:
             raise UsageError(f"{args.model} in {args.precision} does not fit on tp={args.tp} x "
                              f"{args.gpu}; choose a larger --tp")
