@@ -4,8 +4,9 @@
 the config, and refuses a run that would exceed this machine's budget (about a minute and a GB or
 two) with the limit in the message: at most :data:`MAX_REQUESTS` requests, :data:`MAX_OUTPUT_TOKENS`
 output tokens in all (their emit times are recorded), and :data:`MAX_STEPS` engine steps (a run
-needs at least ``Σ output tokens / max_batch`` decode steps; a run that turns out longer stops at
-the limit with the same message).
+needs at least as many decode rounds as its longest answer has tokens, and at least
+``Σ output tokens / max_batch``; a run that turns out longer stops at the limit with the same
+message).
 
 Queueing-theory mode: ``service_time_s`` (one time per request) replaces the cost model. With policy
 ``"fcfs"``, ``max_batch=1`` and one output token per request, a step serves exactly one request
@@ -135,6 +136,9 @@ def _check_size(w: Workload, cfg: SchedulerConfig, replica: sizing.Replica) -> N
     v.check_work("the workload", len(w), MAX_REQUESTS, unit="requests", hint=hint)
     tokens = float(w.output_tokens.sum()) if len(w) else 0.0
     v.check_work("the workload", tokens, MAX_OUTPUT_TOKENS, unit="output tokens", hint=hint)
-    batch = cfg.max_batch if cfg.max_batch is not None else replica.max_num_seqs
-    v.check_work("the workload", tokens / batch, MAX_STEPS,
-                 unit=f"engine steps at least (output tokens / a batch of {batch})", hint=hint)
+    if len(w):   # each decode round emits one token per sequence, at most a batch of them
+        batch = cfg.max_batch if cfg.max_batch is not None else replica.max_num_seqs
+        steps = max(tokens / batch, float(w.output_tokens.max()))
+        v.check_work("the workload", steps, MAX_STEPS, hint=hint,
+                     unit=f"engine steps at least (its longest answer, or its output tokens / a "
+                          f"batch of {batch})")
