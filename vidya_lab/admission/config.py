@@ -7,9 +7,9 @@ engine's defaults, not ours, each with its source:
   by usage context and device: for its OpenAI-compatible server 8192 tokens on a GPU with at least
   70 GiB of device memory that is not an A100 (H100, H200, B200, MI300X), else 2048 (16384 / 8192
   for the offline ``LLM`` class); an A100 keeps the small budget because a large one lowered its
-  throughput (vLLM PR #17885). Source: ``vllm/engine/arg_utils.py``, ``EngineArgs._set_default_args``
-  / ``get_batch_defaults``, vLLM main at commit 99d7eb5 (the v0.11 series, late 2025). See
-  :func:`engine_default_chunk_tokens`.
+  throughput (vLLM PR #17885). Source: ``vllm/engine/arg_utils.py``,
+  ``EngineArgs._set_default_args``, vLLM main at commit 99d7eb5 (0.11-era code: it announces
+  removals for v0.12 and v0.13). See :func:`engine_default_chunk_tokens`.
 * **partial prefills**: vLLM's ``max_num_partial_prefills`` (default 1), ``max_long_partial_prefills``
   (default 1) and ``long_prefill_token_threshold`` (default 0, which becomes 4 % of the model's
   context length once ``max_num_partial_prefills > 1``): ``vllm/config/scheduler.py``,
