@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vidya_lab import admission as ad
-from vidya_lab import queueing, sizing
+from vidya_lab import queueing, sizing, slo
 from vidya_lab.slo import Timelines
 from vidya_lab.workload import LognormalLength, Workload, poisson_arrivals
 
@@ -41,11 +41,6 @@ def _single_server_waits(service, lam, n_target, seed):
     return t.admitted_s - t.arrival_s
 
 
-def _batch_means_se(x, batches=20):
-    b = x[: (x.size // batches) * batches].reshape(batches, -1).mean(axis=1)
-    return b.std(ddof=1) / math.sqrt(batches)
-
-
 @pytest.mark.parametrize("kind", ["M/M/1", "M/D/1"])
 def test_single_server_mode_reproduces_queueing_theory(kind):
     lam, mean_s = 0.5, 1.0   # ρ = 0.5
@@ -55,8 +50,9 @@ def test_single_server_mode_reproduces_queueing_theory(kind):
     else:
         waits = _single_server_waits(lambda rng, n: np.full(n, mean_s), lam, 20000, 7)
         theory = queueing.md1_mean_wait_s(lam, mean_s)         # 0.5 s
-    se = _batch_means_se(waits)
-    assert abs(waits.mean() - theory) < 4 * se, (waits.mean(), theory, se)
+    ci = slo.batch_means_ci(waits, batches=20)   # consecutive waits are correlated
+    se = ci.standard_error
+    assert abs(ci.estimate - theory) < 4 * se, (ci.estimate, theory, se)
     assert se < 0.1 * theory        # the run is long enough for the check to mean something
 
 
@@ -207,13 +203,16 @@ def test_preemption_recomputes_and_loses_nothing():
        rate=st.floats(0.5, 8.0), seed=st.integers(0, 10_000), drain=st.booleans(),
        max_queue=st.one_of(st.none(), st.integers(1, 20)),
        deadline=st.one_of(st.none(), st.floats(0.2, 5.0)),
-       chunk=st.integers(64, 4096))
-def test_conservation_and_consistency(policy, kv, rate, seed, drain, max_queue, deadline, chunk):
+       chunk=st.integers(64, 4096), partial=st.sampled_from([1, 1, 2, 4]))
+def test_conservation_and_consistency(policy, kv, rate, seed, drain, max_queue, deadline, chunk,
+                                      partial):
     w = ad.upload_workload(rate, 20.0, seed=seed, upload_at_s=5.0, upload_tokens=20_000,
                            output_tokens=LognormalLength(120, 80, max_tokens=600),
                            prompt_tokens=LognormalLength(1500, 1000, max_tokens=8000))
+    partial = partial if policy == "chunked" else 1
     cfg = ad.SchedulerConfig(policy=policy, kv_policy=kv, max_queue=max_queue,
-                             queue_deadline_s=deadline, chunk_tokens=chunk, aging_s=3.0)
+                             queue_deadline_s=deadline, chunk_tokens=chunk, aging_s=3.0,
+                             max_num_partial_prefills=partial)
     res = ad.simulate(SMALL, w, cfg, duration_s=20.0, drain=drain)
     c = res.counts()
     assert c["arrived"] == len(w) == c["finished"] + c["rejected"] + c["in_flight"]
@@ -230,6 +229,8 @@ def test_conservation_and_consistency(policy, kv, rate, seed, drain, max_queue, 
         assert not np.any((log.prefill_tokens > 0) & (log.decode_count > 0))
     else:                     # the token budget holds: decodes first, prompt chunks in the rest
         assert np.all(log.prefill_tokens <= np.maximum(chunk - log.decode_count, 0))
+    if partial > 1:           # at most that many prompts share a step
+        assert np.all(log.prefill_seqs <= partial)
     _validate(res)
 
 
@@ -333,3 +334,127 @@ def test_bursty_workload_from_workload_module():
     assert bursty.finished == len(w) and smooth.finished == len(calm)
     # the same mean rate in bursts queues more: a longer TTFT tail
     assert bursty.summary()["ttft_s"]["p99"] > smooth.summary()["ttft_s"]["p99"]
+
+
+# ----------------------------------------------------------------------------- engine defaults (issue 14)
+
+def test_the_chunk_budget_defaults_to_the_engines():
+    # vLLM V1, `vllm serve`: 8192 tokens on >= 70 GiB GPUs other than the A100, else 2048
+    assert [ad.engine_default_chunk_tokens(g) for g in ("h100-sxm", "h200", "b200", "mi300x")] \
+        == [8192] * 4
+    assert [ad.engine_default_chunk_tokens(g) for g in ("a100-80gb", "l40s")] == [2048] * 2
+    cfg = ad.SchedulerConfig()
+    assert cfg.chunk_tokens is None and cfg.chunk_budget("h100-sxm") == 8192
+    assert ad.SchedulerConfig(chunk_tokens=512).chunk_budget("h100-sxm") == 512
+    # the default run prefills a 20,000-token prompt in 8192-token steps
+    res = ad.simulate(R70, Workload.from_arrays([0.0], [20_000], [2]))
+    assert list(res.iterations.prefill_tokens) == [8192, 8192, 3616, 0]
+    a100 = sizing.Replica("llama-3.3-70b", "a100-80gb", tp=4)
+    res = ad.simulate(a100, Workload.from_arrays([0.0], [5000], [2]))
+    assert list(res.iterations.prefill_tokens) == [2048, 2048, 904, 0]
+
+
+def test_partial_prefill_settings_default_to_vllms_and_are_checked():
+    cfg = ad.SchedulerConfig()
+    assert (cfg.max_num_partial_prefills, cfg.max_long_partial_prefills) == (1, 1)
+    # "long" is 4 % of the context length unless given: 131,072 tokens for Llama 3.x -> 5242
+    assert cfg.long_prefill_tokens(R70.model) == int(0.04 * R70.model.max_context_tokens) == 5242
+    assert ad.SchedulerConfig(long_prefill_token_threshold=1000).long_prefill_tokens(R70.model) \
+        == 1000
+    with pytest.raises(ValueError, match="max_long_partial_prefills must be an integer <= 2"):
+        ad.SchedulerConfig(max_num_partial_prefills=2, max_long_partial_prefills=3)
+    with pytest.raises(ValueError, match="policy 'chunked' only"):
+        ad.SchedulerConfig(policy="priority", max_num_partial_prefills=2)
+    with pytest.raises(TypeError, match="max_num_partial_prefills must be an integer"):
+        ad.SchedulerConfig(max_num_partial_prefills=2.0)
+
+
+def _upload_then_student(**cfg):
+    """A 40,000-token upload at t = 0, then a student's 1,500-token question at t = 0.2 s."""
+    w = Workload.from_arrays([0.0, 0.2], [40_000, 1500], [20, 20], klass=[ad.UPLOAD, ad.STUDENT])
+    res = ad.simulate(R70, w, ad.SchedulerConfig(policy="chunked", **cfg))
+    t = res.timelines
+    return res, dict(zip(t.klass, t.first_token_s - t.arrival_s, strict=True))
+
+
+def test_a_short_prompt_overtakes_a_long_upload_with_partial_prefills():
+    one, ttft_one = _upload_then_student()                       # vLLM's default: 1
+    two, ttft_two = _upload_then_student(max_num_partial_prefills=2)
+    # with one partial prefill the upload takes the whole budget until it is done: the student
+    # waits for its entire prefill
+    upload_prefill = sum(one.iterations.duration_s[:5])           # 40,000 / 8192 -> 5 steps
+    assert ttft_one[ad.STUDENT] > upload_prefill - 0.2 - 1e-9
+    # with two, the budget is shared from the next step on: the question is prefilled in one
+    # 4096-token share and answered within a couple of steps
+    assert ttft_two[ad.STUDENT] < 0.25 * ttft_one[ad.STUDENT]
+    first = two.iterations
+    step_with_student = int(np.argmax(first.prefill_seqs == 2))
+    assert first.prefill_tokens[step_with_student] == 4096 + 1500
+    # the price: the upload's own first token comes later; both finish, nothing is lost
+    assert ttft_two[ad.UPLOAD] > ttft_one[ad.UPLOAD]
+    assert two.finished == one.finished == 2
+
+
+def test_only_max_long_partial_prefills_long_prompts_run_at_once():
+    # two uploads and then a question: with 3 partial prefills but 1 long one at a time, the second
+    # upload keeps its place while the question passes it
+    w = Workload.from_arrays([0.0, 0.0, 0.1], [40_000, 40_000, 1500], [5, 5, 5])
+    res = ad.simulate(R70, w, ad.SchedulerConfig(max_num_partial_prefills=3))
+    first = dict(enumerate(res.timelines.first_token_s))
+    assert first[2] < first[0] < first[1]
+    assert res.iterations.prefill_seqs.max() == 2                # never both uploads at once
+    both = ad.simulate(R70, w, ad.SchedulerConfig(max_num_partial_prefills=3,
+                                                  max_long_partial_prefills=2))
+    assert both.iterations.prefill_seqs.max() == 3
+
+
+# ----------------------------------------------------------------------------- boundaries (issue 16)
+
+def test_max_request_tokens_is_the_too_long_boundary():
+    most = ad.max_request_tokens(SMALL)
+    assert most == (SMALL.kv_blocks - math.ceil(0.01 * SMALL.kv_blocks)) * SMALL.block_tokens + 1
+    w = Workload.from_arrays([0.0, 1.0], [most - 1, most], [1, 1])
+    res = ad.simulate(SMALL, w)
+    assert list(res.reject_reason) == ["", "too_long"] and res.finished == 1
+    assert ad.max_request_tokens(SMALL, ad.SchedulerConfig(kv_policy="reserve")) \
+        == SMALL.kv_blocks * SMALL.block_tokens + 1
+    assert ad.max_request_tokens(sizing.Replica("llama-3.3-70b", "h100-sxm", tp=1)) == 0
+
+
+def test_wrong_types_and_truthy_flags_are_refused_by_name():
+    w = ad.poisson_workload(1.0, 5.0, seed=0)
+    with pytest.raises(TypeError, match="drain must be True or False"):
+        ad.simulate(R70, w, duration_s=5.0, drain="False")
+    with pytest.raises(TypeError, match="config must be a SchedulerConfig"):
+        ad.simulate(R70, w, {"policy": "fcfs"})
+    res = ad.simulate(R70, w)
+    for fn, args in ((ad.itl_timeline, ()), (ad.worst_gap_by_time, ()), (ad.upload_report, ()),
+                     (ad.window_summary, (0.0, 1.0))):
+        with pytest.raises(TypeError, match="result must be a vidya_lab.admission.SimResult"):
+            fn(res.timelines, *args)
+    with pytest.raises(TypeError, match="replica must be a vidya_lab.sizing.Replica"):
+        ad.saturation_rate_per_s("llama", 1000, 100)
+    with pytest.raises(TypeError, match="klass must be a string"):
+        ad.itl_timeline(res, klass=3)
+    with pytest.raises(ValueError, match="prompt_tokens must be an integer <= 1000000000"):
+        ad.poisson_workload(1.0, 5.0, seed=0, prompt_tokens=10**400)
+
+
+def test_work_beyond_the_limits_is_refused_up_front():
+    with pytest.raises(ValueError, match=r"expected requests; the limit is 1e\+06"):
+        ad.poisson_workload(1e6, 1e6, seed=0)                     # refused before drawing any
+    w = Workload.from_arrays([0.0, 0.0], [10, 10], [30_000_000, 30_000_000])
+    with pytest.raises(ValueError, match=r"output tokens; the limit is 5e\+07"):
+        ad.simulate(R70, w)
+    one_long = Workload.from_arrays([0.0], [10], [6_000_000])    # 6e6 decode rounds, one by one
+    with pytest.raises(ValueError, match=r"engine steps at least .*the limit is 5e\+06"):
+        ad.simulate(R70, one_long)
+
+
+def test_a_run_longer_than_the_step_limit_stops_with_the_limit(monkeypatch):
+    from vidya_lab.admission import simulation
+
+    monkeypatch.setattr(simulation, "MAX_STEPS", 360)
+    w = ad.poisson_workload(1.0, 10.0, seed=0)                   # needs ~400 steps, at least 350
+    with pytest.raises(ad.StepLimitExceeded, match="more than 360 engine steps"):
+        ad.simulate(R70, w)

@@ -78,3 +78,36 @@ def test_same_seed_same_json(capsys):
     a.pop("wall_s"), b.pop("wall_s")
     assert a == b
     assert np.isfinite(a["ttft_s"]["p99"])
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--tp", "1"], "leaves no KV cache memory"),                     # 70B bf16 on one H100
+    (["--isl", "5000000"], "a request of 5000000 + 100 tokens needs more KV cache"),
+])
+def test_a_layout_where_no_request_fits_fails_with_exit_1(capsys, extra, message):
+    assert main(BASE + extra + ["--json"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""                                          # no empty result printed
+    assert "no request fits" in captured.err and message in captured.err
+    assert captured.err.count("\n") == 1
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--isl", "1" + "0" * 400], "prompt_tokens must be an integer <= 1000000000"),
+    (["--rate", "1e6", "--duration", "1e6"], "the limit is 1e+06"),
+    (["--policy", "priority", "--partial-prefills", "2"], "policy 'chunked' only"),
+    (["--partial-prefills", "2", "--long-partial-prefills", "3"], "max_long_partial_prefills"),
+])
+def test_bad_sizes_are_one_line_exit_2(capsys, extra, message):
+    assert main(BASE + extra) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_partial_prefills_flag_reaches_the_scheduler(capsys):
+    args = ["--upload-tokens", "40000", "--upload-at", "5", "--seed", "3", "--json"]
+    one = _json(capsys, BASE + args)
+    two = _json(capsys, BASE + args + ["--partial-prefills", "2"])
+    assert one["arrived"] == two["arrived"]
+    # students behind the upload get their first tokens sooner when prompts share the budget
+    assert two["ttft_s"]["p99"] < one["ttft_s"]["p99"]

@@ -94,3 +94,28 @@ def test_errors_name_the_parameter():
         q.servers_needed(1.0, 1.0, wait_s=1.0)
     with pytest.raises(ValueError, match="service_cv"):
         q.mg1_mean_wait_s(0.5, 1.0, -1.0)
+
+
+def test_huge_and_boolean_inputs_are_refused_by_name():
+    # an integer beyond float range is named, not an OverflowError from float()
+    with pytest.raises(ValueError, match="arrival_rate_per_s must be a finite number"):
+        q.mm1_mean_wait_s(10**400, 2.0)
+    with pytest.raises(ValueError, match="service_rate_per_s must be a finite number"):
+        q.mmc_mean_wait_s(1.0, 10**400, 2)
+    with pytest.raises(TypeError, match="arrival_rate_per_s must be a number"):
+        q.mm1_mean_wait_s(True, 2.0)
+    with pytest.raises(TypeError, match="servers must be an integer"):
+        q.erlang_b(True, 1.0)
+
+
+def test_work_is_bounded_up_front():
+    # the Erlang recursion takes one step per server: a trillion servers is refused, not run
+    with pytest.raises(ValueError, match=r"the limit is 1e\+07"):
+        q.erlang_b(10**12, 1.0)
+    with pytest.raises(ValueError, match=r"servers just to be stable; the limit is 1e\+05"):
+        q.servers_needed(2e5, 1.0, max_wait_probability=0.1)
+    # the staffing search carries Erlang B along (one step per server tried), so a search over
+    # tens of thousands of servers is quick, and agrees with the direct formula
+    big = q.servers_needed(5e4, 1.0, max_wait_probability=0.05)
+    assert big.wait_probability == pytest.approx(q.erlang_c(big.servers, 5e4))
+    assert q.erlang_c(big.servers - 1, 5e4) > 0.05 >= big.wait_probability

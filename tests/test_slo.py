@@ -273,3 +273,146 @@ def test_trace_csv_round_trip(tmp_path):
     assert back.counts() == t.counts() and t.counts()["rejected"] > 0
     assert slo.summarize(back, SLO(ttft_s=2.0)) == slo.summarize(t, SLO(ttft_s=2.0))
     assert np.array_equal(back.admitted_s, t.admitted_s, equal_nan=True)
+
+
+# ----------------------------------------------------------------------------- how sure is a p99
+
+def _mm1_sojourn_times(arrival_rate, n, seeds):
+    """Time in system of n consecutive customers of a stationary M/M/1 queue (service rate 1),
+    one row per seed, by Lindley's recursion W' = max(0, W + S − A): a correlated series whose
+    p99 is known exactly, ln(100) / (1 − λ) (the sojourn time is exponential with rate μ − λ)."""
+    rngs = [np.random.default_rng(s) for s in seeds]
+    gaps = np.stack([r.exponential(1 / arrival_rate, n) for r in rngs])
+    service = np.stack([r.exponential(1.0, n) for r in rngs])
+    busy = np.array([r.random() < arrival_rate for r in rngs])   # start in the stationary law
+    wait = np.where(busy, [r.exponential(1 / (1 - arrival_rate)) for r in rngs], 0.0)
+    out = np.empty((len(seeds), n))
+    for k in range(n):
+        out[:, k] = wait + service[:, k]
+        wait = np.maximum(0.0, wait + service[:, k] - gaps[:, k])
+    return out
+
+
+def test_batch_means_covers_a_queues_p99_where_the_bootstrap_is_too_narrow():
+    lam, n = 0.7, 40_000
+    true_p99 = math.log(100) / (1 - lam)                      # 15.35 s
+    series = _mm1_sojourn_times(lam, n, seeds=range(40))
+    bm = [slo.batch_means_ci(x, 99, batches=10) for x in series]
+    bm_cover = np.mean([ci.low <= true_p99 <= ci.high for ci in bm])
+    boot = [slo.bootstrap_percentile_ci(x, 99, n_boot=200, seed=1) for x in series[:20]]
+    boot_cover = np.mean([lo <= true_p99 <= hi for lo, hi in boot])
+    # nominal 95 %: batch means comes close; the bootstrap, treating queued requests as
+    # independent, misses most of the time (its interval is several times too narrow)
+    assert bm_cover >= 0.8, bm_cover
+    assert boot_cover <= 0.6, boot_cover
+    bm_width = np.mean([ci.high - ci.low for ci in bm[:20]])
+    boot_width = np.mean([hi - lo for lo, hi in boot])
+    assert bm_width > 2 * boot_width
+    # each interval is centred on the percentile of the values it used
+    ci = bm[0]
+    assert ci.estimate == pytest.approx(slo.percentile(series[0][: ci.batches * ci.batch_size], 99))
+
+
+def test_batch_means_of_the_mean_and_of_independent_values():
+    rng = np.random.default_rng(0)
+    x = rng.normal(10.0, 2.0, 10_000)
+    ci = slo.batch_means_ci(x, batches=20)
+    assert ci.estimate == pytest.approx(x.mean())
+    assert (ci.batches, ci.batch_size, ci.confidence) == (20, 500, 0.95)
+    # independent values: s/√b of batch means ≈ σ/√n
+    assert ci.standard_error == pytest.approx(2.0 / math.sqrt(10_000), rel=0.4)
+    assert ci.low < 10.0 < ci.high
+    assert ci.high - ci.estimate == pytest.approx(slo.student_t_quantile(0.975, 19)
+                                                  * ci.standard_error)
+    with pytest.raises(ValueError, match="batches must be an integer >= 5"):
+        slo.batch_means_ci(x, batches=2)
+    with pytest.raises(ValueError, match="at least 2 values per batch"):
+        slo.batch_means_ci(x[:15], batches=10)
+    with pytest.raises(ValueError, match="q must be <= 100"):
+        slo.batch_means_ci(x, 101)
+
+
+def test_student_t_quantiles_match_the_tables():
+    # two-sided 95 % and 99 % critical values (any statistics table)
+    for dof, t975, t995 in ((4, 2.776, 4.604), (9, 2.262, 3.250), (19, 2.093, 2.861),
+                            (29, 2.045, 2.756)):
+        assert slo.student_t_quantile(0.975, dof) == pytest.approx(t975, rel=3e-3)
+        assert slo.student_t_quantile(0.995, dof) == pytest.approx(t995, rel=3e-3)
+    assert slo.student_t_quantile(0.5, 10) == pytest.approx(0.0, abs=1e-12)
+    with pytest.raises(ValueError, match="dof"):
+        slo.student_t_quantile(0.975, 3)
+
+
+# ----------------------------------------------------------------------------- boundaries (issue 16)
+
+def test_percentiles_of_huge_values_cannot_overflow():
+    s = slo.percentile_summary([1e308, -1e308])
+    assert s["p50"] == 0.0 and s["mean"] == 0.0        # numpy's own interpolation gives -inf
+    assert s["p99"] == pytest.approx(0.98e308)
+    assert slo.percentile_summary([1.7e308, 1.7e308])["mean"] == 1.7e308
+    assert slo.percentile([-1.7e308, 1.7e308], 25, method="median_unbiased") < 0
+    assert slo.mean_of_percentiles([[1.7e308], [1.7e308]], 50) == 1.7e308
+    lo, hi = slo.bootstrap_percentile_ci([1e308, -1e308, 5e307], 50, n_boot=50)
+    assert math.isfinite(lo) and math.isfinite(hi)
+    with pytest.raises(ValueError, match="finite"):
+        slo.percentile([1.0, math.inf], 50)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=40))
+def test_percentile_summary_is_finite_ordered_and_inside_the_range(values):
+    s = slo.percentile_summary(values)
+    lo, hi = min(values), max(values)
+    assert lo <= s["p50"] <= s["p90"] <= s["p95"] <= s["p99"] <= hi
+    assert lo <= s["mean"] <= hi
+
+
+def test_write_trace_csv_refuses_a_file_descriptor_and_writes_atomically(tmp_path):
+    t = Timelines.from_records(hand_trace())
+    with pytest.raises(TypeError, match="path must be a file path"):
+        slo.write_trace_csv(t, 1)
+    import os
+    os.fstat(1)                                 # stdout is still open
+    with pytest.raises(ValueError, match="is a directory"):
+        slo.write_trace_csv(t, tmp_path)
+    with pytest.raises(ValueError, match="does not exist"):
+        slo.write_trace_csv(t, tmp_path / "no" / "trace.csv")
+    path = tmp_path / "trace.csv"
+    path.write_text("old contents\n")
+    slo.write_trace_csv(t, path)
+    assert slo.summarize(slo.read_trace_csv(path)) == slo.summarize(t)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["trace.csv"]   # no temporary left
+
+
+def test_trace_csv_refuses_huge_token_counts_and_non_paths_by_name(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("request_id,arrival_s,first_token_s,finish_s,output_tokens\n"
+                    "a,0,0.5,1,3\nb,0,0.5,1,1e30\n")
+    with pytest.raises(ValueError, match=r"row 2 \(line 3\): output_tokens must be at most"):
+        slo.read_trace_csv(path)
+    with pytest.raises(TypeError, match="path must be a file path"):
+        slo.read_trace_csv(0)                   # not stdin
+    with pytest.raises(ValueError, match="output_tokens of request 1"):
+        Timelines.from_arrays(arrival_s=[0.0, 0.0], first_token_s=[1.0, 1.0],
+                              finish_s=[2.0, 2.0], output_tokens=[3.0, 1e30])
+    with pytest.raises(ValueError, match="output_tokens must be <="):
+        RequestTimeline("x", 0.0, 1.0, 2.0, 10**12)
+
+
+def test_wrong_object_types_are_named():
+    t = hand_trace()
+    with pytest.raises(TypeError, match="slo must be a SLO"):
+        slo.summarize(t, {"ttft_s": 1.0})
+    with pytest.raises(TypeError, match="timelines must be a Timelines"):
+        slo.ttft_s(5)
+    with pytest.raises(TypeError, match="timelines must be a Timelines"):
+        slo.summarize("trace.csv")
+    with pytest.raises(TypeError, match="groups"):
+        slo.pooled_percentile("abc", 99)
+    with pytest.raises(TypeError, match="slo must be a SLO"):
+        slo.max_rate_meeting_slo(lambda r: t, "fast", rate_lo_per_s=1, rate_hi_per_s=2)
+    with pytest.raises(ValueError, match="arrival_s must be a finite number"):
+        RequestTimeline("x", 10**400, None, None, 0, outcome="rejected")
+    with pytest.raises(ValueError, match="max_evals must be an integer <= 200"):
+        slo.max_rate_meeting_slo(lambda r: t, SLO(ttft_s=1), rate_lo_per_s=1, rate_hi_per_s=2,
+                                 max_evals=10**6)

@@ -91,3 +91,16 @@ def test_bad_inputs():
         toyserver.simulate([1, 2], ToyServer())
     with pytest.raises(ValueError, match="output_tokens >= 1"):
         toyserver.simulate(one_workload([0.0], [10], [0]), ToyServer())
+
+
+def test_flags_types_and_sizes_are_checked_by_name(monkeypatch):
+    w = one_workload([0.0], [10], [3])
+    with pytest.raises(TypeError, match="record_token_times must be True or False"):
+        toyserver.simulate(w, ToyServer(), record_token_times="yes")
+    with pytest.raises(TypeError, match="server must be a ToyServer"):
+        toyserver.simulate(w, {"max_batch": 4})
+    with pytest.raises(TypeError, match="max_batch must be an integer"):
+        ToyServer(max_batch=True)
+    monkeypatch.setattr(toyserver, "MAX_OUTPUT_TOKENS", 2)
+    with pytest.raises(ValueError, match="output tokens; the limit is 2"):
+        toyserver.simulate(w, ToyServer())

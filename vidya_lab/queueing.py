@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from vidya_lab._validate import check_fraction, check_int, check_real
+from vidya_lab._validate import check_fraction, check_int, check_real, check_work
 
 __all__ = [
     "utilisation",
@@ -57,6 +57,8 @@ __all__ = [
 
 #: Most servers :func:`servers_needed` will try before giving up.
 MAX_SERVERS = 100_000
+#: Most servers the Erlang recursions accept (they take one step per server: ~10 s at this bound).
+MAX_ERLANG_SERVERS = 10_000_000
 
 
 def _rates(arrival_rate_per_s: float, service_rate_per_s: float) -> tuple[float, float]:
@@ -147,10 +149,21 @@ def erlang_b(servers: int, offered_load: float) -> float:
     """
     c = check_int("servers", servers, minimum=0)
     a = check_real("offered_load", offered_load, minimum=0.0)
+    check_work("servers", c, MAX_ERLANG_SERVERS, unit="recursion steps (one per server)")
     b = 1.0
     for k in range(1, c + 1):
-        b = a * b / (k + a * b)
+        b = _erlang_b_step(b, k, a)
     return b
+
+
+def _erlang_b_step(b_prev: float, k: int, a: float) -> float:
+    """``B(k, a)`` from ``B(k − 1, a)``: ``a·B / (k + a·B)``."""
+    return a * b_prev / (k + a * b_prev)
+
+
+def _erlang_c_from_b(c: int, a: float, b: float) -> float:
+    """Erlang C from Erlang B at the same ``c`` and ``a < c``: ``c·B / (c − a·(1 − B))``."""
+    return c * b / (c - a * (1.0 - b))
 
 
 def erlang_c(servers: int, offered_load: float) -> float:
@@ -164,8 +177,7 @@ def erlang_c(servers: int, offered_load: float) -> float:
     if a >= c:
         raise ValueError(f"the queue is unstable: offered_load ({a:g} erlangs) must be below "
                          f"servers ({c}); every arrival would wait forever")
-    b = erlang_b(c, a)
-    return c * b / (c - a * (1.0 - b))
+    return _erlang_c_from_b(c, a, erlang_b(c, a))
 
 
 def mmc_wait_probability(arrival_rate_per_s: float, service_rate_per_s: float,
@@ -237,7 +249,8 @@ def servers_needed(arrival_rate_per_s: float, service_rate_per_s: float, *,
     ``max_wait_probability`` (Erlang C), ``wait_s`` with ``max_wait_exceeds_probability`` (the
     "80 % answered within 20 s" service level: ``P(W_q > wait_s) ≤ p``), ``max_utilisation``
     (``λ/(cμ)``). The search starts at the fewest stable servers ``floor(a) + 1`` and adds one at a
-    time (every measure falls as ``c`` grows).
+    time (every measure falls as ``c`` grows), carrying Erlang B along by its recursion so each
+    step costs O(1).
 
     Example: λ = 10/s, μ = 1/s (10 erlangs) and ``max_wait_probability=0.2`` needs 14 servers
     (``C(13, 10) ≈ 0.285``, ``C(14, 10) ≈ 0.174``).
@@ -262,8 +275,11 @@ def servers_needed(arrival_rate_per_s: float, service_rate_per_s: float, *,
         check_fraction("max_wait_exceeds_probability", max_wait_exceeds_probability)
     a = lam / mu
     c = max(1, int(math.floor(a)) + 1)
+    check_work("the offered load", c, MAX_SERVERS, unit="servers just to be stable",
+               hint="check the rates' units: requests per second")
+    b = erlang_b(c, a)
     while c <= MAX_SERVERS:
-        cq = erlang_c(c, a)
+        cq = _erlang_c_from_b(c, a, b)
         wq = cq / (c * mu - lam)
         exceeds = None if wait_s is None else cq * math.exp(-(c * mu - lam) * wait_s)
         ok = ((max_mean_wait_s is None or wq <= max_mean_wait_s)
@@ -273,5 +289,6 @@ def servers_needed(arrival_rate_per_s: float, service_rate_per_s: float, *,
         if ok:
             return Staffing(c, a / c, cq, wq, exceeds)
         c += 1
+        b = _erlang_b_step(b, c, a)
     raise ValueError(f"no number of servers up to {MAX_SERVERS} meets the targets at "
                      f"{a:g} erlangs; a target of exactly 0 can never be met")

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vidya_lab._validate import check_int, check_real
+from vidya_lab._validate import check_bool, check_instance, check_int, check_real, check_work
 from vidya_lab.scenario import TANVI
 from vidya_lab.slo import FINISHED, REJECTED, TIMED_OUT, Timelines
 from vidya_lab.workload import (
@@ -122,6 +122,12 @@ def linearised_step_coefficients() -> tuple[float, float, float]:
     return one, (many - one) / 32.0, prefill / prompt
 
 
+#: Most requests and output tokens one toy run may hold (about a minute of work; the toy loop is
+#: plain Python, one iteration per step, and a step emits at most ``max_batch`` tokens).
+MAX_REQUESTS = 2_000_000
+MAX_OUTPUT_TOKENS = 100_000_000
+
+
 def simulate(workload: Workload, server: ToyServer, *,
              record_token_times: bool = False) -> Timelines:
     """Run ``workload`` through ``server`` and return every request's timeline.
@@ -137,77 +143,124 @@ def simulate(workload: Workload, server: ToyServer, *,
     :class:`vidya_lab.slo.Timelines`, one per request in workload order (``request_id`` = index),
     with the workload's class labels.
     """
-    if not isinstance(workload, Workload):
-        raise TypeError(f"workload must be a vidya_lab.workload.Workload, got "
-                        f"{type(workload).__name__}")
-    if not isinstance(server, ToyServer):
-        raise TypeError(f"server must be a ToyServer, got {type(server).__name__}")
-    n = len(workload)
-    arrival = workload.arrival_s
-    prompt = workload.prompt_tokens
+    check_instance("workload", workload, Workload, "vidya_lab.workload.Workload")
+    check_instance("server", server, ToyServer)
+    record = check_bool("record_token_times", record_token_times)
     out = workload.output_tokens
-    if n and out.min() < 1:
+    if len(workload) and out.min() < 1:
         i = int(np.argmin(out))
         raise ValueError(f"every request needs output_tokens >= 1; request {i} has {int(out[i])}")
+    hint = "simulate a shorter window or a lower rate"
+    check_work("the workload", len(workload), MAX_REQUESTS, unit="requests", hint=hint)
+    check_work("the workload", float(out.sum()) if len(workload) else 0.0, MAX_OUTPUT_TOKENS,
+               unit="output tokens", hint=hint)
+    run = _ToyRun(workload, server)
+    run.loop()
+    return run.timelines(record)
 
-    admitted = np.full(n, np.nan)
-    first = np.full(n, np.nan)
-    finish = np.full(n, np.nan)
-    outcome = np.full(n, FINISHED, dtype=np.int8)
-    first_step = np.full(n, -1, dtype=np.int64)
-    step_ends: list[float] = []
 
-    queue: deque[int] = deque()
-    finishing: list[tuple[int, int]] = []   # heap of (last step index, request)
-    active = 0
-    now = 0.0
-    nxt = 0
-    max_queue = server.max_queue
-    timeout = server.queue_timeout_s
-    while nxt < n or queue or active:
-        if not active and not queue:
-            now = max(now, float(arrival[nxt]))
-        while nxt < n and arrival[nxt] <= now:
-            if max_queue is not None and len(queue) >= max_queue:
-                outcome[nxt] = REJECTED
-                finish[nxt] = arrival[nxt]
+class _ToyRun:
+    """The state of one toy run: the FIFO queue, the batch, and what happened to each request."""
+
+    def __init__(self, workload: Workload, server: ToyServer) -> None:
+        n = self.n = len(workload)
+        self.w, self.server = workload, server
+        self.arrival = workload.arrival_s
+        self.arrival_list = workload.arrival_s.tolist()   # fast scalar reads in the loop
+        self.admitted = np.full(n, np.nan)
+        self.finish = np.full(n, np.nan)
+        self.outcome = np.full(n, FINISHED, dtype=np.int8)
+        self.first_step = np.full(n, -1, dtype=np.int64)
+        self.step_ends: list[float] = []
+        self.queue: deque[int] = deque()
+        self.finishing: list[tuple[int, int]] = []   # heap of (last step index, request)
+        self.active = 0
+        self.next_arrival = 0
+
+    def loop(self) -> None:
+        """Step until every request has finished, been rejected or timed out (module docstring).
+
+        Each phase is called only when it has something to do, so an ordinary decode step costs
+        one step time and one append.
+        """
+        arrival, n, server = self.arrival_list, self.n, self.server
+        queue, finishing, step_ends = self.queue, self.finishing, self.step_ends
+        timeout = server.queue_timeout_s
+        now = 0.0
+        while self.next_arrival < n or queue or self.active:
+            if not self.active and not queue:
+                now = max(now, arrival[self.next_arrival])
+            if self.next_arrival < n and arrival[self.next_arrival] <= now:
+                self.take_arrivals(now)
+            if timeout is not None and queue:
+                self.drop_timed_out(now)
+            prefill = self.admit(now) if queue and self.active < server.max_batch else 0
+            if not self.active:
+                continue
+            now += server.step_s(self.active, prefill)
+            step_ends.append(now)
+            if finishing[0][0] == len(step_ends) - 1:
+                self.finish_step(now)
+
+    def take_arrivals(self, now: float) -> None:
+        """Queue the arrivals up to ``now``; turn away those that find the queue full."""
+        max_queue, arrival = self.server.max_queue, self.arrival_list
+        while self.next_arrival < self.n and arrival[self.next_arrival] <= now:
+            i = self.next_arrival
+            if max_queue is not None and len(self.queue) >= max_queue:
+                self.outcome[i] = REJECTED
+                self.finish[i] = self.arrival[i]
             else:
-                queue.append(nxt)
-            nxt += 1
-        if timeout is not None:
-            while queue and now - arrival[queue[0]] > timeout:
-                i = queue.popleft()
-                outcome[i] = TIMED_OUT
-                finish[i] = arrival[i] + timeout
-        prefill = 0
-        step_index = len(step_ends)
-        while queue and active < server.max_batch:
-            i = queue.popleft()
-            admitted[i] = now
-            prefill += int(prompt[i])
-            first_step[i] = step_index
-            heapq.heappush(finishing, (step_index + int(out[i]) - 1, i))
-            active += 1
-        if not active:
-            continue
-        now += server.step_s(active, prefill)
-        step_ends.append(now)
-        while finishing and finishing[0][0] == step_index:
-            _, i = heapq.heappop(finishing)
-            finish[i] = now
-            active -= 1
+                self.queue.append(i)
+            self.next_arrival += 1
 
-    ends = np.asarray(step_ends)
-    done = outcome == FINISHED
-    first[done] = ends[first_step[done]]
-    token_times = None
-    if record_token_times:
-        token_times = [ends[first_step[i]:first_step[i] + out[i]] if done[i] else ()
-                       for i in range(n)]
-    tokens = np.where(done, out, 0)
-    return Timelines.from_arrays(arrival_s=arrival, admitted_s=admitted, first_token_s=first,
-                                 finish_s=finish, output_tokens=tokens, outcome=outcome,
-                                 klass=workload.klass, token_times_s=token_times)
+    def drop_timed_out(self, now: float) -> None:
+        """Requests that have waited longer than ``queue_timeout_s`` give up."""
+        timeout = self.server.queue_timeout_s
+        if timeout is None:
+            return
+        while self.queue and now - self.arrival[self.queue[0]] > timeout:
+            i = self.queue.popleft()
+            self.outcome[i] = TIMED_OUT
+            self.finish[i] = self.arrival[i] + timeout
+
+    def admit(self, now: float) -> int:
+        """Admit waiting requests in order while the batch has room; their prompt tokens."""
+        prefill = 0
+        step_index = len(self.step_ends)
+        prompt, out = self.w.prompt_tokens, self.w.output_tokens
+        while self.queue and self.active < self.server.max_batch:
+            i = self.queue.popleft()
+            self.admitted[i] = now
+            prefill += int(prompt[i])
+            self.first_step[i] = step_index
+            heapq.heappush(self.finishing, (step_index + int(out[i]) - 1, i))
+            self.active += 1
+        return prefill
+
+    def finish_step(self, now: float) -> None:
+        """The step just ended at ``now``: requests whose last token it emitted leave."""
+        step_index = len(self.step_ends) - 1
+        while self.finishing and self.finishing[0][0] == step_index:
+            _, i = heapq.heappop(self.finishing)
+            self.finish[i] = now
+            self.active -= 1
+
+    def timelines(self, record_token_times: bool) -> Timelines:
+        """The run as :class:`vidya_lab.slo.Timelines` (first tokens from the step end times)."""
+        ends = np.asarray(self.step_ends)
+        out = self.w.output_tokens
+        done = self.outcome == FINISHED
+        first = np.full(self.n, np.nan)
+        first[done] = ends[self.first_step[done]]
+        token_times = None
+        if record_token_times:
+            token_times = [ends[self.first_step[i]:self.first_step[i] + out[i]] if done[i] else ()
+                           for i in range(self.n)]
+        return Timelines.from_arrays(arrival_s=self.arrival, admitted_s=self.admitted,
+                                     first_token_s=first, finish_s=self.finish,
+                                     output_tokens=np.where(done, out, 0), outcome=self.outcome,
+                                     klass=self.w.klass, token_times_s=token_times)
 
 
 def tutor_workload(rate_per_s: float, duration_s: float, *,

@@ -1,11 +1,15 @@
 """``vidya-lab simulate --model M --gpu G [--tp N] --rate RPS --isl N --osl N --duration SECONDS
-[--policy fcfs|chunked|priority] [--chunk TOKENS] [--upload-tokens N --upload-at SECONDS]
-[--max-queue N] [--seed S] [--json]``
+[--policy fcfs|chunked|priority] [--chunk TOKENS] [--partial-prefills N] [--upload-tokens N
+--upload-at SECONDS] [--max-queue N] [--seed S] [--json]``
 
 Simulate one replica, one engine iteration at a time (:func:`vidya_lab.admission.simulate`):
 Poisson arrivals at RPS for SECONDS, every prompt ISL tokens and every answer OSL tokens, optionally
 one upload of N tokens at a given time. The replica starts no step after SECONDS (``--drain``: it
 finishes everything first); what is still queued or running is reported as in flight.
+
+A layout on which no request of ISL + OSL tokens can ever be admitted (its KV pool is smaller, or
+there is no KV memory at all) is a failed run: one line on stderr saying so, exit status 1, and no
+result printed.
 
 JSON keys: ``arrived``, ``finished``, ``rejected``, ``in_flight`` (arrived = finished + rejected +
 in_flight); ``ttft_s``, ``tpot_s``, ``e2e_s`` (p50/p90/p95/p99/mean, seconds, finished requests);
@@ -20,7 +24,7 @@ from __future__ import annotations
 import argparse
 
 from vidya_lab import admission, sizing
-from vidya_lab.cli import UsageError, print_json
+from vidya_lab.cli import RunFailed, UsageError, print_json
 
 
 def register(subparsers) -> None:
@@ -39,8 +43,16 @@ def register(subparsers) -> None:
     p.add_argument("--duration", type=float, required=True, help="arrival window, seconds")
     p.add_argument("--policy", default="chunked", choices=admission.POLICIES,
                    help="scheduler (default chunked)")
-    p.add_argument("--chunk", type=int, default=admission.SchedulerConfig.chunk_tokens,
-                   help="token budget per step for chunked/priority (default %(default)s)")
+    p.add_argument("--chunk", type=int, default=None,
+                   help="token budget per step for chunked/priority (default: vLLM's for the GPU, "
+                        "8192 with >= 70 GiB unless an A100, else 2048)")
+    p.add_argument("--partial-prefills", type=int, default=1,
+                   help="chunked: most prompts prefilled per step, sharing the budget (vLLM's "
+                        "max_num_partial_prefills, default 1)")
+    p.add_argument("--long-partial-prefills", type=int, default=1,
+                   help="chunked: most of those longer than the long-prompt threshold (default 1)")
+    p.add_argument("--long-prefill-threshold", type=int, default=None,
+                   help="tokens above which a prompt is long (default: 4%% of the context length)")
     p.add_argument("--kv-policy", default="preempt", choices=admission.KV_POLICIES,
                    help="when KV memory runs out: preempt the newest (default) or reserve up front")
     p.add_argument("--upload-tokens", type=int, default=None,
@@ -64,6 +76,9 @@ def run(args) -> int:
         raise UsageError("--upload-tokens and --upload-at go together: give both or neither")
     r = sizing.Replica(args.model, args.gpu, tp=args.tp, pp=args.pp, precision=args.precision)
     cfg = admission.SchedulerConfig(policy=args.policy, chunk_tokens=args.chunk,
+                                    max_num_partial_prefills=args.partial_prefills,
+                                    max_long_partial_prefills=args.long_partial_prefills,
+                                    long_prefill_token_threshold=args.long_prefill_threshold,
                                     kv_policy=args.kv_policy, max_queue=args.max_queue,
                                     max_tokens_in_flight=args.max_tokens_in_flight,
                                     queue_deadline_s=args.deadline, aging_s=args.aging)
@@ -75,7 +90,11 @@ def run(args) -> int:
                                       upload_at_s=args.upload_at, upload_tokens=args.upload_tokens,
                                       upload_output_tokens=args.osl, prompt_tokens=args.isl,
                                       output_tokens=args.osl)
+    _check_requests_fit(r, cfg, args)              # after the workload has checked isl and osl
     res = admission.simulate(r, w, cfg, duration_s=args.duration, drain=args.drain)
+    if res.arrived and res.counts()["rejected_too_long"] == res.arrived:
+        raise RunFailed(f"no request fits on this layout: all {res.arrived} were rejected as too "
+                        f"long for its KV pool")
     out = res.summary()
     out["rate_per_s"] = args.rate
     out["policy"] = args.policy
@@ -98,3 +117,16 @@ def run(args) -> int:
     print(f"  engine busy {out['busy_fraction']:.0%} of {out['simulated_s']:.1f} s simulated, "
           f"{out['iterations']} steps in {out['wall_s']:.2f} s wall")
     return 0
+
+
+def _check_requests_fit(r: sizing.Replica, cfg: admission.SchedulerConfig, args) -> None:
+    """A layout where no request of ``isl + osl`` tokens can ever be admitted is a failed run."""
+    where = f"{args.model} on {r.n_gpus} x {args.gpu} (tp={args.tp}, pp={args.pp}, {args.precision})"
+    most = admission.max_request_tokens(r, cfg)
+    if most == 0:
+        raise RunFailed(f"no request fits: {where} leaves no KV cache memory after the weights "
+                        f"(choose more GPUs per replica or a lower precision)")
+    if args.isl + args.osl > most:
+        raise RunFailed(f"no request fits: a request of {args.isl} + {args.osl} tokens needs more "
+                        f"KV cache than {where} has ({most:,} tokens at most); choose more GPUs "
+                        f"per replica, a lower precision or shorter requests")

@@ -1,0 +1,203 @@
+"""What a run produced: request timelines, reject reasons, the iteration log, and one summary.
+
+:class:`SimResult` holds the requests that finished or were rejected as a columnar
+:class:`vidya_lab.slo.Timelines` (per-token emit times included, shared by the batch that emitted
+them, so ITL is exact), the reasons, the ids still in flight, and the iteration log
+(:class:`IterationLog`: start, duration, batch size, prefill tokens, decode count, KV blocks used,
+queue length) for plots. The simulator records; :mod:`vidya_lab.slo` computes every metric
+(:meth:`SimResult.summary`).
+
+:func:`collect` turns the engine's state into a :class:`SimResult`. Token emit times are rebuilt,
+not stored as they happen: a request's decode tokens are emitted at the ends of consecutive decode
+rounds, so its times are ``[times before a preemption] + [its prefill's token] + rounds[r0 : r0 + j]``
+(:func:`_token_times`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from vidya_lab.admission.config import REJECT_REASONS, SchedulerConfig
+from vidya_lab.slo import FINISHED, REJECTED, Timelines, itl_s, summarize
+from vidya_lab.workload import Workload
+
+
+@dataclass(frozen=True, eq=False)
+class IterationLog:
+    """One row per engine step (numpy arrays, seconds and tokens).
+
+    Attributes
+    ----------
+    start_s, duration_s : when the step began and how long it ran.
+    batch_size : sequences in the step (decodes + sequences with a prompt chunk).
+    prefill_tokens : prompt tokens processed.
+    prefill_seqs : sequences with a prompt chunk.
+    decode_count : decoding sequences (one token each).
+    kv_blocks_used : blocks held when the step started (after any preemption and admission).
+    waiting : requests waiting for admission when the step started.
+    """
+
+    start_s: np.ndarray
+    duration_s: np.ndarray
+    batch_size: np.ndarray
+    prefill_tokens: np.ndarray
+    prefill_seqs: np.ndarray
+    decode_count: np.ndarray
+    kv_blocks_used: np.ndarray
+    waiting: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.start_s.size)
+
+    @property
+    def end_s(self) -> np.ndarray:
+        """When each step ended, seconds."""
+        return self.start_s + self.duration_s
+
+
+@dataclass(frozen=True, eq=False)
+class SimResult:
+    """What a simulation produced.
+
+    Attributes
+    ----------
+    timelines : :class:`vidya_lab.slo.Timelines` of every request that finished or was rejected
+        (``request_id`` = its row in the workload), with per-token emit times.
+    reject_reason : one label per timeline (``""`` for finished requests).
+    in_flight_ids : workload rows still waiting or running when the simulation stopped.
+    arrived : requests that arrived before the stop (the workload rows simulated).
+    iterations : the :class:`IterationLog`.
+    preemptions : how many times a request was preempted (KV pool full).
+    end_s : simulated time at the stop, seconds.
+    wall_s : wall-clock time the simulation took, seconds.
+    kv_blocks_total : the pool size, blocks.
+    kv_blocks_free_end : blocks free at the stop (equals the total after a full drain: no leak).
+    config : the :class:`SchedulerConfig` used.
+    """
+
+    timelines: Timelines
+    reject_reason: np.ndarray
+    in_flight_ids: np.ndarray
+    arrived: int
+    iterations: IterationLog
+    preemptions: int
+    end_s: float
+    wall_s: float
+    kv_blocks_total: int
+    kv_blocks_free_end: int
+    config: SchedulerConfig
+
+    @property
+    def finished(self) -> int:
+        return int(np.count_nonzero(self.timelines.outcome == FINISHED))
+
+    @property
+    def rejected(self) -> int:
+        return int(np.count_nonzero(self.timelines.outcome == REJECTED))
+
+    @property
+    def in_flight(self) -> int:
+        return int(self.in_flight_ids.size)
+
+    def counts(self) -> dict[str, int]:
+        """``arrived``, ``finished``, ``rejected``, ``in_flight`` and one count per reject reason.
+
+        Always ``arrived == finished + rejected + in_flight``.
+        """
+        out = {"arrived": self.arrived, "finished": self.finished, "rejected": self.rejected,
+               "in_flight": self.in_flight}
+        for reason in REJECT_REASONS:
+            out[f"rejected_{reason}"] = int(np.count_nonzero(self.reject_reason == reason))
+        return out
+
+    @property
+    def busy_fraction(self) -> float:
+        """Fraction of the simulated time the engine was running a step (0..1)."""
+        return float(self.iterations.duration_s.sum() / self.end_s) if self.end_s > 0 else 0.0
+
+    def summary(self) -> dict:
+        """The JSON object of ``vidya-lab simulate``.
+
+        Keys: ``arrived``, ``finished``, ``rejected``, ``in_flight`` (counts); ``ttft_s``,
+        ``tpot_s``, ``e2e_s`` (:func:`vidya_lab.slo.percentile_summary` over finished requests,
+        seconds); ``itl_s`` (``p50``, ``p99``, ``max`` over every gap between consecutive tokens of
+        every finished request, seconds; ``null`` if there is none); ``wall_s``; and extras:
+        ``rejected_by_reason``, ``preemptions``, ``iterations``, ``busy_fraction``,
+        ``simulated_s``.
+        """
+        t = self.timelines
+        s = summarize(t)
+        gaps = itl_s(t)
+        if gaps.size:
+            itl = {"p50": float(np.percentile(gaps, 50)), "p99": float(np.percentile(gaps, 99)),
+                   "max": float(gaps.max())}
+        else:
+            itl = {"p50": None, "p99": None, "max": None}
+        c = self.counts()
+        return {"arrived": c["arrived"], "finished": c["finished"], "rejected": c["rejected"],
+                "in_flight": c["in_flight"], "ttft_s": s["ttft_s"], "tpot_s": s["tpot_s"],
+                "e2e_s": s["e2e_s"], "itl_s": itl, "wall_s": self.wall_s,
+                "rejected_by_reason": {r: c[f"rejected_{r}"] for r in REJECT_REASONS},
+                "preemptions": self.preemptions, "iterations": len(self.iterations),
+                "busy_fraction": self.busy_fraction, "simulated_s": self.end_s}
+
+
+def collect(eng, w: Workload, cfg: SchedulerConfig, wall_before: float) -> SimResult:
+    """A :class:`SimResult` from the state of a finished :class:`~vidya_lab.admission.engine.Engine`
+    run on workload ``w``; ``wall_before`` is the wall time the run took, seconds."""
+    t0 = time.perf_counter()
+    book = eng.book
+    outcome = np.asarray(book.outcome, dtype=np.int8)
+    done = np.flatnonzero(outcome >= 0)
+    in_flight = np.flatnonzero(outcome < 0)
+    fin = outcome[done] == FINISHED
+    tt, offsets = _token_times(book, eng.decoders.rounds, done, fin)
+    timelines = Timelines(
+        request_id=done.astype(np.int64), arrival_s=w.arrival_s[done].astype(float),
+        admitted_s=np.asarray(book.admit_t, dtype=float)[done],
+        first_token_s=np.asarray(book.first_t, dtype=float)[done],
+        finish_s=np.asarray(book.fin_t, dtype=float)[done],
+        output_tokens=np.where(fin, w.output_tokens[done], 0).astype(np.int64),
+        outcome=outcome[done], klass=w.klass[done], token_times_s=tt, token_offsets=offsets)
+    rec = eng.log
+    prefill_seqs = np.asarray(rec.prefill_seqs, dtype=np.int64)
+    decodes = np.asarray(rec.decode_count, dtype=np.int64)
+    log = IterationLog(np.asarray(rec.start, dtype=float), np.asarray(rec.duration, dtype=float),
+                       prefill_seqs + decodes, np.asarray(rec.prefill_tokens, dtype=np.int64),
+                       prefill_seqs, decodes, np.asarray(rec.kv_blocks_used, dtype=np.int64),
+                       np.asarray(rec.waiting, dtype=np.int64))
+    wall = wall_before + (time.perf_counter() - t0)
+    return SimResult(timelines=timelines,
+                     reject_reason=np.asarray(book.reason, dtype=object)[done].astype(str),
+                     in_flight_ids=in_flight.astype(np.int64), arrived=len(w), iterations=log,
+                     preemptions=eng.preemptions, end_s=float(eng.end), wall_s=wall,
+                     kv_blocks_total=eng.pool.total, kv_blocks_free_end=eng.pool.free, config=cfg)
+
+
+def _token_times(book, rounds: list[float], done: np.ndarray, fin: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Per-token emit times of the requests ``done`` (CSR: flat times, offsets); only finished
+    ones (mask ``fin``) have any: [earlier emissions] + [the segment's prefill emission] + rounds."""
+    rounds_a = np.asarray(rounds, dtype=float)
+    jrem = np.asarray(book.jrem, dtype=np.int64)[done]
+    r0 = np.asarray(book.r0, dtype=np.int64)[done]
+    emit0 = np.asarray(book.emit0, dtype=float)[done]
+    pre = book.pre
+    pre_len = np.fromiter((len(pre[i]) if pre[i] else 0 for i in done), dtype=np.int64,
+                          count=done.size)
+    lengths = np.where(fin, pre_len + 1 + jrem, 0)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    tt = np.empty(int(offsets[-1]), dtype=float)
+    if fin.any():
+        fi = np.flatnonzero(fin)
+        tt[offsets[fi] + pre_len[fi]] = emit0[fi]
+        dj = jrem[fi]
+        rep = np.repeat(fi, dj)
+        within = np.arange(rep.size) - np.repeat(np.cumsum(dj) - dj, dj)
+        tt[offsets[rep] + pre_len[rep] + 1 + within] = rounds_a[r0[rep] + within]
+        for j in np.flatnonzero(fin & (pre_len > 0)):
+            tt[offsets[j]:offsets[j] + pre_len[j]] = pre[done[j]]
+    return tt, offsets
