@@ -42,11 +42,6 @@ DEFAULT_CLASS_PRIORITY: tuple[tuple[str, int], ...] = ((STUDENT, 0), (UPLOAD, 1)
 #: Fraction of the KV pool kept free when admitting under "preempt" (vLLM's default watermark).
 WATERMARK_FRACTION = 0.01
 
-#: vLLM V1's ``max_num_batched_tokens`` for its OpenAI-compatible server (``vllm serve``), by device:
-#: ≥ 70 GiB of device memory and not an A100 → 8192, otherwise 2048 (``arg_utils.py``, above).
-VLLM_SERVER_BATCHED_TOKENS_LARGE_GPU = 8192
-VLLM_SERVER_BATCHED_TOKENS_OTHER_GPU = 2048
-VLLM_LARGE_GPU_MIN_BYTES = 70 * 2**30
 #: vLLM's default ``long_prefill_token_threshold`` with concurrent partial prefills: 4 % of
 #: ``max_model_len`` (``vllm/config/scheduler.py``).
 VLLM_LONG_PREFILL_FRACTION = 0.04
@@ -54,14 +49,11 @@ VLLM_LONG_PREFILL_FRACTION = 0.04
 
 def engine_default_chunk_tokens(gpu: str | catalog.GPU) -> int:
     """vLLM V1's default token budget per step (``max_num_batched_tokens``) for ``vllm serve`` on
-    ``gpu``, tokens: 8192 with ≥ 70 GiB of device memory unless it is an A100, else 2048.
+    ``gpu``, tokens: 8192 with ≥ 70 GiB of device memory unless it is an A100, else 2048 — the
+    engine defaults of :func:`vidya_lab.sizing.engine_defaults` (one fact in one place)."""
+    from vidya_lab.sizing import engine_defaults
 
-    The memory test uses the catalog's ``hbm_bytes`` (vLLM asks the device for its total memory;
-    every GPU in the catalog is on the same side of 70 GiB either way).
-    """
-    g = catalog.get_gpu(gpu)
-    large = g.hbm_bytes >= VLLM_LARGE_GPU_MIN_BYTES and "a100" not in f"{g.id} {g.name}".lower()
-    return VLLM_SERVER_BATCHED_TOKENS_LARGE_GPU if large else VLLM_SERVER_BATCHED_TOKENS_OTHER_GPU
+    return engine_defaults(catalog.get_gpu(gpu), "vllm").max_batched_tokens
 
 
 @dataclass(frozen=True)
