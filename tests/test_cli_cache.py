@@ -55,7 +55,7 @@ def test_text_output_and_other_hardware(capsys):
     (["--cache-bytes", "-5"], "cache_bytes"),
     (["--block", "0"], "block_tokens"),
     (["--model", "gpt-9"], "gpt-9"),
-    (["--tp", "2"], "--tp"),
+    (["--tp", "3"], "tp must divide"),
     (["--requests", "300000"], "--requests"),
     (["--requests", "200001"], "<= 200000"),
     (["--subjects", "10000000"], "subjects must be an integer <= 100000"),

@@ -34,13 +34,14 @@ References: Shoeybi et al., *Megatron-LM* (arXiv:1909.08053); Huang et al., *GPi
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass
 
 from vidya_lab import _validate as v
 from vidya_lab import parallelism as par
 from vidya_lab import sizing
-from vidya_lab.catalog import get_gpu, get_model
+from vidya_lab.catalog import GPUS_PER_NODE, get_gpu, get_model
 from vidya_lab.sizing.replica import MAX_NUM_SEQS
 
 #: The keys of the ``vidya-lab layouts --json`` contract (issue 5), in order.
@@ -435,3 +436,39 @@ def dp_scaling(r: sizing.Replica, requests_per_s: float, isl: int, osl: int,
         rows.append({"replicas": n, "gpus": n * r.n_gpus, "batch": batch, "tpot_s": tpot,
                      "capacity_tokens_per_s": n * sat["output_tokens_per_s"]})
     return rows
+
+
+# ----------------------------------------------------------------------------- the book's replica
+
+@functools.lru_cache(maxsize=64)
+def reference_tp(model: str | None = None, gpu: str | None = None, precision: str = "bf16") -> int:
+    """The tensor-parallel degree the book's running example uses for ``model`` on ``gpu``. For
+    Tanvi's model: that of the cheapest single-node, pipeline-free layout meeting her targets at her
+    exam peak (chapter 3's answer; when none meets them, the smallest that fits). For another model
+    (no story to size it for): the smallest TP whose weights fit with room for a KV cache.
+    Defaults: Tanvi's model and first candidate GPU.
+
+    One place decides "the replica" that chapters 4-6 reason about, so it moves with the model.
+    """
+    from vidya_lab.scenario import TANVI
+
+    model = TANVI.model_id if model is None else get_model(model).id
+    gpu = TANVI.candidate_gpu_ids[0] if gpu is None else get_gpu(gpu).id
+    if model != TANVI.model_id:  # another model has no story: the smallest TP that holds a cache
+        for tp in (t for t in DEFAULT_DEGREES if t <= GPUS_PER_NODE):
+            try:
+                r = _replica(model, gpu, tp, 1, precision, "vllm")
+            except ValueError:
+                continue
+            if r.weights_fit and r.kv_blocks > 0:
+                return tp
+        raise ValueError(f"{model} does not fit on up to {GPUS_PER_NODE} x {gpu} in {precision}")
+    ranked = search_layouts(model, gpu, peak_rps=TANVI.exam_peak_rps, isl=TANVI.prompt_tokens_mean,
+                            osl=TANVI.answer_tokens_mean, ttft_target_s=TANVI.ttft_target_s,
+                            tpot_target_s=TANVI.tpot_target_s, precision=precision,
+                            tps=tuple(t for t in DEFAULT_DEGREES if t <= GPUS_PER_NODE), pps=(1,))
+    if ranked and ranked[0].meets_slo:
+        return ranked[0].tp
+    for lay in sorted(ranked, key=lambda x: x.tp):
+        return lay.tp
+    raise ValueError(f"{model} does not fit on up to {GPUS_PER_NODE} x {gpu} in {precision}")

@@ -18,21 +18,16 @@ from vidya_lab.scenario import TANVI
 
 @functools.lru_cache(maxsize=64)
 def _default_replica(model: str, gpu: str, precision: str) -> sizing.Replica:
-    for tp in (1, 2, 4, 8):
-        try:
-            r = sizing.Replica(model, gpu, tp=tp, precision=precision)
-        except ValueError:
-            continue
-        if r.weights_fit and r.kv_blocks > 0:
-            return r
-    raise ValueError(f"{model} does not fit on up to 8 x {gpu} in {precision}")
+    from vidya_lab.layouts import reference_tp
+
+    return sizing.Replica(model, gpu, tp=reference_tp(model, gpu, precision), precision=precision)
 
 
 def default_replica(model: str = TANVI.model_id, gpu: str = TANVI.candidate_gpu_ids[0],
                     precision: str = "bf16") -> sizing.Replica:
-    """The smallest tensor-parallel replica (tp = 1, 2, 4, 8) of ``model`` on ``gpu`` whose weights fit
-    and that has room for a KV cache (Llama-3.3-70B in bf16 on H100: tp = 4). The same call returns
-    the same (cached) replica."""
+    """The book's replica of ``model`` on ``gpu``: tensor parallelism of
+    :func:`vidya_lab.layouts.reference_tp` (chapter 3's cheapest single-node layout; Llama-3.3-70B in
+    bf16 on H100: tp = 4). The same call returns the same (cached) replica."""
     m, g, p = get_model(model), get_gpu(gpu), get_precision(precision)
     return _default_replica(m.id if isinstance(model, str) else m, g.id if isinstance(gpu, str) else g,
                             p.id)

@@ -49,8 +49,8 @@ def saturated_throughput_with_cache(r: sizing.Replica, isl: int, osl: int, cache
     Batch = min(:func:`concurrency_with_cache` sequences of isl + osl tokens, ``max_num_seqs``). Each
     iteration every sequence gains a token and batch/osl new prompts are prefilled, each computing only
     its isl − cached uncached tokens with the cached ones as prior context; decoders attend to
-    isl + osl/2 tokens: :func:`vidya_lab.sizing.saturated_throughput`'s average step through
-    ``Replica.step_time_s``, with only the uncached prefill. With no cache it equals
+    isl + osl/2 tokens: the steady cycle of :func:`vidya_lab.sizing.cycle` with only the uncached
+    prefill (the one saturation model). With no cache it equals
     ``sizing.saturated_throughput``. Returns ``batch``, ``step_s``, ``output_tokens_per_s``,
     ``cache_blocks``, ``limited_by``.
 
@@ -74,14 +74,12 @@ def saturated_throughput_with_cache(r: sizing.Replica, isl: int, osl: int, cache
     if batch < 1 or not r.weights_fit:
         return {"batch": 0, "step_s": math.inf, "output_tokens_per_s": 0.0,
                 "cache_blocks": conc["cache_blocks"], "limited_by": "memory"}
-    micro = batch / r.pp
-    new = micro / osl
-    u = isl - k_held
-    step = r.step_time_s(new * u, new * (u * k_held + u * (u + 1) / 2), new * isl, new, micro,
-                         micro * (isl + osl / 2.0))
-    return {"batch": batch, "step_s": step, "output_tokens_per_s": batch / step,
-            "cache_blocks": conc["cache_blocks"],
-            "limited_by": "memory" if kv_limit < r.max_num_seqs else "engine cap"}
+    cyc = sizing.cycle(r, batch, isl, osl, cached_tokens=k_held)
+    limited = ("token budget" if cyc["budget_limited"]
+               else "memory" if kv_limit < r.max_num_seqs else "engine cap")
+    return {"batch": int(cyc["batch"]) if cyc["budget_limited"] else batch, "step_s": cyc["step_s"],
+            "output_tokens_per_s": cyc["output_tokens_per_s"], "cache_blocks": conc["cache_blocks"],
+            "limited_by": limited}
 
 
 def break_even_cache_bytes(r: sizing.Replica, isl: int, osl: int, cached_tokens: int,

@@ -15,12 +15,15 @@ from __future__ import annotations
 import math
 
 from vidya_lab import _validate as v
-from vidya_lab.sizing.replica import MAX_NUM_SEQS, Replica, _as_replica
+from vidya_lab.sizing.replica import Replica, _as_replica
 
 #: Longest prompt or context these functions accept, tokens (far beyond any model's context).
 MAX_TOKENS = 10_000_000
 #: Most decode steps :func:`decode_steps_time_s` adds up in one call.
 MAX_STEPS = 1_000_000
+#: Largest batch the step-time questions accept (arithmetic only: an engine's own cap is
+#: :data:`~vidya_lab.sizing.replica.MAX_NUM_SEQS`).
+MAX_BATCH = 10_000_000
 
 
 def prefill_time_s(r: Replica, prompt_tokens: int) -> float:
@@ -53,7 +56,7 @@ def decode_step_time_s(r: Replica, batch: int, context_tokens: int) -> float:
     This is the TPOT (time per output token) at batch ``batch`` when no prefill interrupts.
     """
     _as_replica(r)
-    b = v.check_int("batch", batch, minimum=1, maximum=MAX_NUM_SEQS)
+    b = v.check_int("batch", batch, minimum=1, maximum=MAX_BATCH)
     ctx = v.check_int("context_tokens", context_tokens, minimum=1, maximum=MAX_TOKENS)
     return r.step_time_s(0, 0, 0, 0, b, b * ctx)
 
@@ -65,7 +68,7 @@ def decode_steps_time_s(r: Replica, batch: int, context_tokens: int, steps: int)
     of :func:`decode_step_time_s` over j.
     """
     _as_replica(r)
-    b = v.check_int("batch", batch, minimum=1, maximum=MAX_NUM_SEQS)
+    b = v.check_int("batch", batch, minimum=1, maximum=MAX_BATCH)
     ctx0 = v.check_int("context_tokens", context_tokens, minimum=1, maximum=MAX_TOKENS)
     n = v.check_int("steps", steps, minimum=0, maximum=MAX_STEPS)
     step = r.step_time_s

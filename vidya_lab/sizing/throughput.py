@@ -39,8 +39,11 @@ def _lengths(isl, osl) -> tuple[int, int]:
             v.check_int("osl", osl, minimum=1, maximum=MAX_TOKENS))
 
 
-def cycle(r: Replica, batch: float, isl: int, osl: int) -> dict:
+def cycle(r: Replica, batch: float, isl: int, osl: int, cached_tokens: int = 0) -> dict:
     """The steady cycle of a saturated replica holding ``batch`` decoding sequences (module formula).
+
+    ``cached_tokens`` of every prompt are found in a prefix cache (chapter 4): only the u = isl −
+    cached others are prefilled, attending to the cached ones as prior context.
 
     Returns ``batch`` (the batch it settles at: ``batch`` or the budget-limited B'),
     ``budget_limited`` (bool), ``mixed_fraction`` (share of iterations carrying prompt chunks),
@@ -48,18 +51,22 @@ def cycle(r: Replica, batch: float, isl: int, osl: int) -> dict:
     ``output_tokens_per_s``.
     """
     budget = r.max_batched_tokens
+    k = cached_tokens
+    u = isl - k                                   # prompt tokens each prefill computes
     b = min(float(batch), budget - 1.0)
     limited = False
-    if b * isl / (budget - b) > osl:  # prefill cannot keep up: the batch shrinks to B'
-        b, limited = osl * budget / (isl + osl), True
-    chunk = min(budget - b, b * isl / osl) if limited else budget - b
-    n_mix = min(float(osl), b * isl / chunk)
-    c_eff = min(chunk, isl)
-    per_prompt_kv = isl * (isl / c_eff + 1) / 2   # KV tokens the chunks of one prompt read
-    share = chunk / isl                           # prompts' worth of prefill per mixed iteration
+    if b * u / (budget - b) > osl:  # prefill cannot keep up: the batch shrinks to B'
+        b, limited = osl * budget / (u + osl), True
+    chunk = min(budget - b, b * u / osl) if limited else budget - b
+    n_mix = min(float(osl), b * u / chunk)
+    c_eff = min(chunk, u)
+    n_chunks = u / c_eff                          # chunks of one prompt
+    per_prompt_pairs = u * k + u * (u + 1) / 2
+    per_prompt_kv = k * n_chunks + u * (n_chunks + 1) / 2  # KV tokens its chunks read
+    share = chunk / u                             # prompts' worth of prefill per mixed iteration
     ctx = isl + osl / 2.0                         # mean context of a decoding sequence
     t_dec = r.step_time_s(0, 0, 0, 0, b, b * ctx)
-    t_mix = r.step_time_s(chunk, share * isl * (isl + 1) / 2, share * per_prompt_kv, share, b,
+    t_mix = r.step_time_s(chunk, share * per_prompt_pairs, share * per_prompt_kv, share, b,
                           b * ctx)
     total = n_mix * t_mix + (osl - n_mix) * t_dec
     return {"batch": b, "budget_limited": limited, "mixed_fraction": n_mix / osl,
