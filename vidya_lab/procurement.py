@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 from vidya_lab import _validate as v
-from vidya_lab.catalog import gpu_id_for, get_gpu
+from vidya_lab.catalog import get_gpu, gpu_id_for
 
 #: Purchase kinds, cheapest commitment last.
 KINDS = ("reserved", "on_demand", "spot")

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from vidya_lab import _validate as v
+
 
 def _pct(x) -> str:
     return "n/a" if x is None else f"{x:.2%}"
@@ -20,47 +22,132 @@ def _fig_money(x: float) -> str:
     return f"USD {x:,.0f}"  # matplotlib would read "$…$" as mathematics
 
 
-def plan_table(result: dict) -> str:
-    """The plan as plain text: the answer first, then latencies, money, candidates and risks."""
+def _peak(result: dict) -> float:
     s = result["scenario"]
-    lines = [
-        f"Plan for {s['model_id']} on {'an exam' if result['day'] == 'exam' else 'a normal'} day "
-        f"(peak {s['normal_peak_rps'] * (s['exam_multiplier'] if result['day'] == 'exam' else 1):g} "
-        f"requests/s, {result['policy']} autoscaling)",
-        "",
+    return s["normal_peak_rps"] * (s["exam_multiplier"] if result["day"] == "exam" else 1)
+
+
+def _headline(result: dict) -> list[str]:
+    s, k = result["scenario"], result["monthly_cost_by_kind"]
+    flag = "  (EXTRAPOLATED: no timing rows for this GPU)" if result["extrapolated"] else ""
+    return [
         f"  rent           {result['gpus']} x {result['gpu']} at the peak "
         f"({result['replicas_peak']} replicas of TP{result['tp']} x PP{result['pp']}, "
-        f"{result['precision']}, {result['headroom']} spare)",
-        f"  monthly cost   {_money(result['monthly_cost'])} "
-        f"({result['days_per_month']} days x {_money(result['daily_cost'])}/day, "
-        f"{result['gpu_hours_per_day']:,.0f} GPU-hours/day)",
+        f"{result['precision']}, {result['spare_replicas']} spare){flag}",
+        f"  survives       a day {result['traffic_margin']:.0%} busier than forecast at "
+        f"{_pct(result['attainment'])} (target {_pct(s['attainment_target'])})",
+        f"  monthly cost   {_money(result['monthly_cost'])}: reserved {_money(k['reserved'])} "
+        f"({result['reserved_gpus']} GPUs around the clock) + on demand {_money(k['on_demand'])} "
+        f"({result['on_demand_gpu_hours']:,.0f} GPU-hours) + spot {_money(k['spot'])}; "
+        f"all on demand would be {_money(result['monthly_cost_all_on_demand'])}",
         f"  TTFT           p50 {result['ttft_s']['p50']:.3f} s   p99 {result['ttft_s']['p99']:.3f} s"
         f"   (target {s['ttft_target_s']:g} s)",
         f"  TPOT           p50 {result['tpot_s']['p50'] * 1e3:.1f} ms  "
         f"p99 {result['tpot_s']['p99'] * 1e3:.1f} ms  (target {s['tpot_target_s'] * 1e3:g} ms)",
-        f"  attainment     {_pct(result['attainment'])} of {result['arrived']:,} requests "
-        f"(target {_pct(s['attainment_target'])}); 7 am rush {_pct(result['rush_attainment'])}",
-        f"  cold start     {result['cold_start_s'] / 60:.1f} min from 'scale up' to serving",
-        "",
-        "  Cheapest layout per GPU type and precision at the peak (chapter 3):",
+        f"  forecast day   attainment {_pct(result['forecast_attainment'])}, 7 am rush "
+        f"{_pct(result['forecast_rush_attainment'])}",
+        f"  cold start     {result['cold_start_s'] / 60:.1f} min from 'scale up' to serving "
+        f"(prefix warm-up included)",
+        f"  prefix cache   {'counted' if result['prefix_cache_counted'] else 'not counted'}: "
+        f"TTFT {result['prefix_cache']['ttft_s_cold_cache']:.3f} s cold, "
+        f"{result['prefix_cache']['ttft_s_warm_cache']:.3f} s warm",
     ]
+
+
+def _risk_lines(risks: dict) -> list[str]:
+    lines = [
+        "", "  Risks:",
+        f"    traffic {risks['traffic_factor'] - 1:.0%} above forecast: attainment "
+        f"{_pct(risks['attainment_above_forecast'])}; first to slip: {risks['breaks_first']}",
+        f"    reactive scaling only: 7 am rush attainment {_pct(risks['reactive_rush_attainment'])}",
+    ]
+    if "cold_cache_attainment" in risks:
+        lines.append(f"    prefix cache cold: attainment {_pct(risks['cold_cache_attainment'])}")
+    lines += [f"    on-demand capacity ({risks['on_demand_share_of_gpu_hours']:.0%} of GPU-hours): "
+              f"{risks['on_demand_availability']}", f"    calibration: {risks['calibration']}"]
+    return lines
+
+
+def plan_table(result: dict) -> str:
+    """The plan as plain text: the answer first, then latencies, money, candidates and risks."""
+    s = result["scenario"]
+    lines = [f"Plan for {s['model_id']} on {'an exam' if result['day'] == 'exam' else 'a normal'} "
+             f"day (peak {_peak(result):g} requests/s, {result['policy']} autoscaling)", "",
+             *_headline(result), "",
+             "  Cheapest layout per GPU type and precision at the peak (chapter 3):"]
     for c in result["candidates"]:
         lines.append(f"    {c['gpu']:<10} {c['precision']:<5} TP{c['tp']} x PP{c['pp']} "
                      f"x {c['replicas']:<3} = {c['gpus']:>4} GPUs  {_money(c['cost_per_hour'])}/h")
-    risks = result.get("risks")
-    if risks:
-        lines += [
-            "",
-            "  Risks:",
-            f"    traffic {risks['traffic_factor'] - 1:.0%} above forecast: attainment "
-            f"{_pct(risks['attainment_above_forecast'])}; first to slip: {risks['breaks_first']}",
-            f"    reactive scaling only: 7 am rush attainment "
-            f"{_pct(risks['reactive_rush_attainment'])}",
-        ]
-    pc = result["prefix_cache"]
-    lines += ["", f"  Prefix cache (not counted on): TTFT {pc['ttft_s_cold_cache']:.3f} s cold, "
-                  f"{pc['ttft_s_warm_cache']:.3f} s warm"]
+    if result.get("risks"):
+        lines += _risk_lines(result["risks"])
     return "\n".join(lines)
+
+
+def _figure_headline(ax, result: dict) -> None:
+    s = result["scenario"]
+    ax.axis("off")
+    ax.set_title("Exam-season capacity plan", loc="left", fontsize=16, fontweight="bold")
+    k = result["monthly_cost_by_kind"]
+    text = (
+        f"Rent up to {result['gpus']} x {result['gpu']} ({result['replicas_peak']} replicas, "
+        f"TP{result['tp']} x PP{result['pp']}, {result['precision']}), "
+        f"{result['spare_replicas']} spare.\n"
+        f"Monthly cost: {_fig_money(result['monthly_cost'])} = reserved "
+        f"{_fig_money(k['reserved'])} ({result['reserved_gpus']} GPUs) + on demand "
+        f"{_fig_money(k['on_demand'])}.\n"
+        f"Survives a day {result['traffic_margin']:.0%} busier than forecast: "
+        f"{_pct(result['attainment'])} of requests meet both targets "
+        f"(target {_pct(s['attainment_target'])}).\n"
+        f"p99 time to first token {result['ttft_s']['p99']:.2f} s (target {s['ttft_target_s']:g} s); "
+        f"p99 time per token {result['tpot_s']['p99'] * 1e3:.0f} ms "
+        f"(target {s['tpot_target_s'] * 1e3:g} ms).")
+    ax.text(0.0, 0.9, text, va="top", fontsize=10.5, linespacing=1.6)
+
+
+def _figure_day(ax, result: dict) -> None:
+    hours = list(range(len(result["replicas_by_hour"])))
+    ax.bar(hours, result["arrivals_by_hour"], color="#c6dbef", label="requests per hour (forecast)")
+    ax.set_ylabel("requests per hour")
+    ax.set_xlabel("hour of the day")
+    twin = ax.twinx()
+    twin.step(hours, result["replicas_by_hour"], where="mid", color="#08519c", lw=2,
+              label="serving replicas (hourly mean)")
+    twin.axhline(result["purchase"]["reserved_replicas"], color="#6a51a3", ls=":", lw=1.5,
+                 label="reserved baseline")
+    twin.set_ylabel("replicas")
+    twin.set_ylim(bottom=0)
+    ax.set_title("Traffic and the fleet over the forecast day", loc="left")
+    handles = ax.get_legend_handles_labels()[0] + twin.get_legend_handles_labels()[0]
+    labels = ax.get_legend_handles_labels()[1] + twin.get_legend_handles_labels()[1]
+    ax.legend(handles, labels, loc="upper left", fontsize=8)
+    ax.set_xticks(range(0, len(hours), 2))
+
+
+def _figure_attainment(ax, result: dict) -> None:
+    s = result["scenario"]
+    hours = list(range(len(result["per_hour_attainment"])))
+    att = [a if a is not None else float("nan") for a in result["per_hour_attainment"]]
+    ax.plot(hours, att, marker="o", ms=3, color="#238b45", label="attainment (margin day)")
+    ax.axhline(s["attainment_target"], color="black", ls="--", lw=1, label="target")
+    ax.set_ylim(0.0, 1.02)
+    ax.set_ylabel("fraction meeting the SLO (axis from 0)")
+    ax.set_xlabel("hour of the day")
+    ax.set_title(f"SLO attainment by hour, traffic +{result['traffic_margin']:.0%}", loc="left")
+    ax.legend(loc="lower right", fontsize=8)
+    ax.set_xticks(range(0, len(hours), 2))
+
+
+def _figure_candidates(ax, result: dict) -> None:
+    cands = result["candidates"]
+    names = [f"{c['gpu']} {c['precision']}  TP{c['tp']}xPP{c['pp']} x{c['replicas']}" for c in cands]
+    colors = ["#08519c" if (c["gpu"], c["precision"], c["tp"], c["pp"]) ==
+              (result["gpu"], result["precision"], result["tp"], result["pp"]) else "#9ecae1"
+              for c in cands]
+    ax.barh(range(len(cands)), [c["cost_per_hour"] for c in cands], color=colors)
+    ax.set_yticks(range(len(cands)), names, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("USD per hour at the peak (on-demand prices)")
+    ax.set_title("The cheapest layout of each GPU type that meets the targets", loc="left")
 
 
 def plan_figure(result: dict, path=None):
@@ -68,81 +155,27 @@ def plan_figure(result: dict, path=None):
     import matplotlib
 
     if path is not None:
+        path = v.check_output_file("path", path)
+        if path.suffix.lower() not in (".png", ".svg"):
+            raise ValueError(f"figure must end in .png or .svg, got {path.name!r}")
         matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    s = result["scenario"]
-    hours = list(range(len(result["replicas_by_hour"])))
     fig = plt.figure(figsize=(8.27, 11.0))  # A4 portrait
     grid = fig.add_gridspec(4, 1, height_ratios=[0.55, 1.3, 1.0, 1.4], hspace=0.5)
-
-    ax0 = fig.add_subplot(grid[0])
-    ax0.axis("off")
-    ax0.set_title("Exam-season capacity plan", loc="left", fontsize=16, fontweight="bold")
-    headline = (
-        f"Rent up to {result['gpus']} x {result['gpu']} ({result['replicas_peak']} replicas, "
-        f"TP{result['tp']} x PP{result['pp']}, {result['precision']}).\n"
-        f"Monthly cost: {_fig_money(result['monthly_cost'])}  "
-        f"({_fig_money(result['daily_cost'])} a day, {result['policy']} scaling).\n"
-        f"p99 time to first token {result['ttft_s']['p99']:.2f} s (target {s['ttft_target_s']:g} s); "
-        f"p99 time per token {result['tpot_s']['p99'] * 1e3:.0f} ms "
-        f"(target {s['tpot_target_s'] * 1e3:g} ms).\n"
-        f"{_pct(result['attainment'])} of requests meet both targets "
-        f"(target {_pct(s['attainment_target'])})."
-    )
-    ax0.text(0.0, 0.9, headline, va="top", fontsize=10.5, linespacing=1.6)
-
-    ax1 = fig.add_subplot(grid[1])
-    ax1.bar(hours, result["arrivals_by_hour"], color="#c6dbef", label="requests per hour")
-    ax1.set_ylabel("requests per hour")
-    ax1.set_xlabel("hour of the day")
-    ax1b = ax1.twinx()
-    ax1b.step(hours, result["replicas_by_hour"], where="mid", color="#08519c", lw=2,
-              label="serving replicas (hourly mean)")
-    ax1b.set_ylabel("replicas")
-    ax1.set_title("Traffic and the fleet over the day", loc="left")
-    handles = ax1.get_legend_handles_labels()[0] + ax1b.get_legend_handles_labels()[0]
-    labels = ax1.get_legend_handles_labels()[1] + ax1b.get_legend_handles_labels()[1]
-    ax1.legend(handles, labels, loc="upper left", fontsize=8)
-    ax1.set_xticks(range(0, len(hours), 2))
-
-    ax2 = fig.add_subplot(grid[2])
-    att = [a if a is not None else float("nan") for a in result["per_hour_attainment"]]
-    ax2.plot(hours, att, marker="o", ms=3, color="#238b45", label="attainment")
-    ax2.axhline(s["attainment_target"], color="black", ls="--", lw=1, label="target")
-    ax2.set_ylim(min(0.9, min(a for a in att if a == a) - 0.01) if any(a == a for a in att) else 0.9,
-                 1.002)
-    ax2.set_ylabel("fraction meeting the SLO")
-    ax2.set_xlabel("hour of the day")
-    ax2.set_title("SLO attainment by hour", loc="left")
-    ax2.legend(loc="lower right", fontsize=8)
-    ax2.set_xticks(range(0, len(hours), 2))
-
-    ax3 = fig.add_subplot(grid[3])
-    cands = result["candidates"]
-    names = [f"{c['gpu']} {c['precision']}  TP{c['tp']}xPP{c['pp']} x{c['replicas']}" for c in cands]
-    costs = [c["cost_per_hour"] for c in cands]
-    colors = ["#08519c" if (c["gpu"], c["precision"], c["tp"], c["pp"]) ==
-              (result["gpu"], result["precision"], result["tp"], result["pp"]) else "#9ecae1"
-              for c in cands]
-    ax3.barh(range(len(cands)), costs, color=colors)
-    ax3.set_yticks(range(len(cands)), names, fontsize=7)
-    ax3.invert_yaxis()
-    ax3.set_xlabel("USD per hour at the peak")
-    ax3.set_title("The cheapest layout of each GPU type that meets the targets", loc="left")
-
+    _figure_headline(fig.add_subplot(grid[0]), result)
+    _figure_day(fig.add_subplot(grid[1]), result)
+    _figure_attainment(fig.add_subplot(grid[2]), result)
+    _figure_candidates(fig.add_subplot(grid[3]), result)
     risks = result.get("risks")
     if risks:
         fig.text(0.08, 0.015,
-                 f"Risks: with traffic {risks['traffic_factor'] - 1:.0%} above forecast, attainment "
-                 f"{_pct(risks['attainment_above_forecast'])} (first to slip: {risks['breaks_first']}). "
-                 f"Reactive scaling alone: 7 am rush attainment "
-                 f"{_pct(risks['reactive_rush_attainment'])}.",
-                 fontsize=8, wrap=True)
+                 f"Risks: traffic {risks['traffic_factor'] - 1:.0%} above forecast gives "
+                 f"{_pct(risks['attainment_above_forecast'])} (first to slip: "
+                 f"{risks['breaks_first'].split(' (')[0]}); reactive scaling alone: 7 am rush "
+                 f"{_pct(risks['reactive_rush_attainment'])}; on-demand capacity may be short in "
+                 "exam weeks.", fontsize=8, wrap=True)
     if path is not None:
-        path = Path(path)
-        if path.suffix.lower() not in (".png", ".svg"):
-            raise ValueError(f"figure must end in .png or .svg, got {path.name!r}")
-        fig.savefig(path, dpi=120, bbox_inches="tight")
+        fig.savefig(Path(path), dpi=120, bbox_inches="tight")
         plt.close(fig)
     return fig

@@ -20,7 +20,10 @@ Pope et al., *Efficiently Scaling Transformer Inference* (arXiv:2211.05102); the
 ``inference.md`` (facts.md); Agrawal et al., *Sarathi-Serve* (arXiv:2403.02310) for chunked prefill.
 """
 
-from vidya_lab.catalog import get_gpu, get_model  # re-exported: callers look models up through sizing
+from vidya_lab.catalog import (  # re-exported: callers look models up through sizing
+    get_gpu,
+    get_model,
+)
 from vidya_lab.sizing.cost import StepCost, iteration_breakdown, iteration_time_s, prefill_work
 from vidya_lab.sizing.efficiency import (
     CALIBRATION_FILE,

@@ -108,10 +108,11 @@ def saturated_throughput(r: Replica, isl: int, osl: int) -> dict:
             "tpot_s": cyc["step_s"], "mixed_fraction": cyc["mixed_fraction"]}
 
 
-def slo_batch(r: Replica, isl: int, osl: int, tpot_target_s: float | None) -> int:
+def slo_batch(r: Replica, isl: int, osl: int, tpot_target_s: float | None,
+              cached_tokens: int = 0) -> int:
     """The largest batch a replica may run at: saturated, and (if a target is given) with its steady
-    mean TPOT at or under ``tpot_target_s``. 0 when nothing fits; a ``ValueError`` when even batch 1
-    misses the target."""
+    mean TPOT at or under ``tpot_target_s`` (``cached_tokens`` of each prompt found in a prefix
+    cache). 0 when nothing fits; a ``ValueError`` when even batch 1 misses the target."""
     sat = saturated_throughput(r, isl, osl)
     bmax = sat["batch"]
     if bmax < 1 or tpot_target_s is None:
@@ -120,26 +121,29 @@ def slo_batch(r: Replica, isl: int, osl: int, tpot_target_s: float | None) -> in
     lo, hi = 0, bmax  # largest batch with steady TPOT <= slo (monotone in batch)
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if cycle(r, mid, isl, osl)["step_s"] <= slo:
+        if cycle(r, mid, isl, osl, cached_tokens)["step_s"] <= slo:
             lo = mid
         else:
             hi = mid - 1
     if lo < 1:
         raise ValueError(f"tpot target {slo} s is below the batch-1 step time "
-                         f"{cycle(r, 1, isl, osl)['step_s']:.4g} s of this replica")
+                         f"{cycle(r, 1, isl, osl, cached_tokens)['step_s']:.4g} s of this replica")
     return lo
 
 
-def capacity_rps(r: Replica, isl: int, osl: int, tpot_target_s: float | None = None) -> float:
+def capacity_rps(r: Replica, isl: int, osl: int, tpot_target_s: float | None = None,
+                 cached_tokens: int = 0) -> float:
     """Capacity: requests/s one replica sustains at its :func:`slo_batch` (0 when nothing fits).
 
-    Formula: output tokens/s of :func:`cycle` at that batch ÷ osl. Utilisation everywhere in the
-    book is offered requests/s ÷ (replicas × this).
+    Formula: output tokens/s of :func:`cycle` at that batch ÷ osl, with ``cached_tokens`` of every
+    prompt found in a prefix cache. Utilisation everywhere in the book is offered requests/s ÷
+    (replicas × this).
     """
     _as_replica(r)
     isl, osl = _lengths(isl, osl)
-    b = slo_batch(r, isl, osl, tpot_target_s)
-    return 0.0 if b < 1 else cycle(r, b, isl, osl)["output_tokens_per_s"] / osl
+    k = v.check_int("cached_tokens", cached_tokens, minimum=0, maximum=isl - 1)
+    b = slo_batch(r, isl, osl, tpot_target_s, k)
+    return 0.0 if b < 1 else cycle(r, b, isl, osl, k)["output_tokens_per_s"] / osl
 
 
 def cost_per_hour_usd(r: Replica, replicas: int = 1) -> float:

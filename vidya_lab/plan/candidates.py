@@ -1,0 +1,93 @@
+"""Step 1 of the plan: the cheapest layout of every GPU type and precision at the forecast peak.
+
+Chapter 3's search (:func:`vidya_lab.layouts.search_layouts`) on each candidate GPU type × precision:
+layouts whose replicas fit in memory (chapter 2) and meet the TTFT and TPOT targets at the peak,
+sized by the cost model. The calculator is fast and a little optimistic (every replica at its best
+batch, no queue, no rush); the simulated day of :mod:`vidya_lab.plan.confirm` has the last word.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vidya_lab import layouts, sizing, slo
+from vidya_lab.catalog import get_gpu
+from vidya_lab.scenario import Scenario
+from vidya_lab.workload import student_day_profile
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """The cheapest layout of one GPU type and precision at the peak load (chapter 3's search)."""
+
+    gpu: str
+    precision: str
+    layout: layouts.Layout
+    calibration: sizing.Calibration | None = None
+
+    @property
+    def cost_per_hour(self) -> float:
+        return self.layout.cost_per_hour
+
+    def replica(self) -> sizing.Replica:
+        return sizing.Replica(self.layout.model, self.gpu, tp=self.layout.tp, pp=self.layout.pp,
+                              precision=self.precision, calibration=self.calibration)
+
+    def as_dict(self) -> dict:
+        return {"gpu": self.gpu, "precision": self.precision, **self.layout.as_dict()}
+
+
+def peak_rps(scenario: Scenario, day: str, traffic_factor: float = 1.0) -> float:
+    """The day's peak request rate × ``traffic_factor``, requests/s."""
+    peak = scenario.exam_peak_rps if day == "exam" else scenario.normal_peak_rps
+    return peak * traffic_factor
+
+
+def day_curve(scenario: Scenario, day: str, traffic_factor: float = 1.0):
+    """The day's traffic curve (chapter 6) for ``scenario``, scaled by ``traffic_factor``."""
+    return student_day_profile(scenario.normal_peak_rps * traffic_factor,
+                               exam_season=(day == "exam"),
+                               exam_multiplier=scenario.exam_multiplier)
+
+
+def target(scenario: Scenario) -> slo.SLO:
+    """The scenario's latency targets."""
+    return slo.SLO(ttft_s=scenario.ttft_target_s, tpot_s=scenario.tpot_target_s)
+
+
+def candidates(scenario: Scenario, *, gpu_ids=None, precisions=("bf16", "fp8"), day: str = "exam",
+               traffic_factor: float = 1.0, calibration=None) -> list[Candidate]:
+    """Every layout, on every GPU type × precision, that meets the targets at the peak; cheapest first.
+
+    A GPU type without fp8 support (the A100) is skipped for fp8; a GPU type on which no layout meets
+    the targets contributes nothing. Ties in cost go to fewer GPUs, then to the search's own order.
+    """
+    gpu_ids = scenario.candidate_gpu_ids if gpu_ids is None else tuple(gpu_ids)
+    if not gpu_ids:
+        raise ValueError("gpu_ids must name at least one GPU type")
+    if not precisions:
+        raise ValueError("precisions must name at least one precision, e.g. bf16 or fp8")
+    peak = peak_rps(scenario, day, traffic_factor)
+    found = []
+    for gpu_id in gpu_ids:
+        gpu = get_gpu(gpu_id)
+        for precision in precisions:
+            if precision == "fp8" and gpu.fp8_flops_per_s is None:
+                continue
+            ranked = layouts.search_layouts(
+                scenario.model_id, gpu.id, peak_rps=peak, isl=scenario.prompt_tokens_mean,
+                osl=scenario.answer_tokens_mean, ttft_target_s=scenario.ttft_target_s,
+                tpot_target_s=scenario.tpot_target_s, precision=precision, calibration=calibration)
+            found += [Candidate(gpu.id, precision, lay, calibration) for lay in ranked
+                      if lay.meets_slo]
+    return sorted(found, key=lambda c: (c.cost_per_hour, c.layout.gpus))
+
+
+def cheapest_per_gpu(cands: list[Candidate]) -> list[Candidate]:
+    """The cheapest candidate of each (GPU type, precision), in cost order."""
+    seen, out = set(), []
+    for c in cands:
+        if (c.gpu, c.precision) not in seen:
+            seen.add((c.gpu, c.precision))
+            out.append(c)
+    return out
