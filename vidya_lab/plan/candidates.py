@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from vidya_lab import layouts, sizing, slo
 from vidya_lab.catalog import get_gpu
-from vidya_lab.scenario import Scenario
+from vidya_lab.scenario import TANVI, Scenario
 from vidya_lab.workload import student_day_profile
 
 
@@ -55,7 +55,7 @@ def target(scenario: Scenario) -> slo.SLO:
     return slo.SLO(ttft_s=scenario.ttft_target_s, tpot_s=scenario.tpot_target_s)
 
 
-def candidates(scenario: Scenario, *, gpu_ids=None, precisions=("bf16", "fp8"), day: str = "exam",
+def candidates(scenario: Scenario = TANVI, *, gpu_ids=None, precisions=("bf16", "fp8"), day: str = "exam",
                traffic_factor: float = 1.0, calibration=None) -> list[Candidate]:
     """Every layout, on every GPU type × precision, that meets the targets at the peak; cheapest first.
 
