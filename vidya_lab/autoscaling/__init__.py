@@ -36,15 +36,19 @@ processor sharing; Kubernetes HPA documentation for the reactive rule; the cold-
 from vidya_lab.autoscaling.autoscaler import Autoscaler, Signals
 from vidya_lab.autoscaling.cold_start import (
     ANYSCALE_NAIVE_LOAD_S,
+    CACHED_COMPILE_S,
     COLD_START_SOURCES,
+    COMPILE_S,
     GB,
     MITIGATIONS,
     NAIVE_STORAGE_BYTES_PER_S,
     POOLS,
+    PROVISION_RANGE_S,
     SLIM_IMAGE_BYTES,
     ColdStart,
     mitigated,
     pool_start_s,
+    prefix_warm_up_s,
 )
 from vidya_lab.autoscaling.day import (
     DAYS,
@@ -106,6 +110,10 @@ __all__ = [
     "MITIGATIONS",
     "mitigated",
     "pool_start_s",
+    "prefix_warm_up_s",
+    "PROVISION_RANGE_S",
+    "COMPILE_S",
+    "CACHED_COMPILE_S",
     "ReplicaModel",
     "replica_model",
     "smallest_tp",

@@ -23,7 +23,7 @@ import numpy as np
 
 from vidya_lab import _validate as v
 from vidya_lab import slo
-from vidya_lab.autoscaling.cold_start import POOLS, ColdStart, pool_start_s
+from vidya_lab.autoscaling.cold_start import MAX_START_S, POOLS, ColdStart, pool_start_s
 from vidya_lab.autoscaling.replica import ReplicaModel
 
 ROUTERS = ("round_robin", "least_loaded")
@@ -42,9 +42,6 @@ MAX_REQUESTS = 20_000_000
 #: Steps × the most requests that can wait at once: the waiting room's work bound (about 15 ns per
 #: unit, so about a minute at the bound). An exam day at 5 s steps with the 60 s patience is 7e7.
 MAX_WAITING_WORK = 4e9
-#: The longest cold start (seconds): 30 days. Longer than any window simulated, so a replica that
-#: slow never serves; the bound only keeps time arithmetic exact.
-MAX_START_S = 30 * 86400.0
 
 
 @dataclass(frozen=True, eq=False)

@@ -181,7 +181,7 @@ class Predictive:
     replicas_by_bin: tuple[int, ...]
     bin_s: float = 600.0
     lead_s: float = 0.0
-    live: Reactive | None = None
+    live: Reactive | None = field(default_factory=Reactive)
     name: str = field(default="predictive", init=False)
 
     def __post_init__(self) -> None:
@@ -250,7 +250,8 @@ def predictive_from(yesterday_arrival_s, model: ReplicaModel, *, bin_s: float = 
     counts = np.bincount((t // b).astype(np.int64), minlength=nbins)[:nbins]
     table = tuple(replicas_for_rate(c / b, model, margin=margin, utilisation=utilisation)
                   for c in counts)
-    return Predictive(table, bin_s=b, lead_s=lead_s, live=live)
+    floor = Reactive(target=utilisation) if live is None else live
+    return Predictive(table, bin_s=b, lead_s=lead_s, live=floor)
 
 
 def make_policy(policy: str, model: ReplicaModel, *, day: str | DiurnalProfile = "exam",
