@@ -18,7 +18,6 @@ numbers come from the simulation.
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
@@ -52,7 +51,6 @@ FLUID_CURVE_S = 1800.0
 MAX_FLUID_HORIZON_S = 30 * SECONDS_PER_DAY
 
 
-@functools.lru_cache(maxsize=8)
 def fluid_curve(model: ReplicaModel, ttft_target_s: float = TANVI.ttft_target_s,
                 tpot_target_s: float = TANVI.tpot_target_s) -> dict:
     """One replica's behaviour against its steady load, the tables :func:`simulate_fluid` reads.
@@ -66,9 +64,25 @@ def fluid_curve(model: ReplicaModel, ttft_target_s: float = TANVI.ttft_target_s,
     ``ttft_s[u]``, the steady state's mean batch (sequences) and mean TTFT (seconds; at loads it
     cannot keep up with, the last ones it can). Returns those arrays with ``utilisation``.
     """
+    v.check_instance("model", model, ReplicaModel, "ReplicaModel (see replica_model)")
+    ttft = v.check_real("ttft_target_s", ttft_target_s, minimum=0.0, min_inclusive=False)
+    tpot = v.check_real("tpot_target_s", tpot_target_s, minimum=0.0, min_inclusive=False)
+    # two models of the same replica and lengths share one curve (it costs ~2 s to measure)
+    key = (model.replica, model.prompt_tokens_mean, model.output_tokens_mean, model.slots,
+           model.cached_prefix_tokens, model.tpot_target_s, model.ttft_target_s, ttft, tpot)
+    if key not in _CURVES:
+        if len(_CURVES) >= 8:
+            _CURVES.pop(next(iter(_CURVES)))
+        _CURVES[key] = _measured_curve(model, ttft, tpot)
+    return _CURVES[key]
+
+
+_CURVES: dict[tuple, dict] = {}
+
+
+def _measured_curve(model: ReplicaModel, ttft_target_s: float, tpot_target_s: float) -> dict:
     from vidya_lab.autoscaling.simulate import simulate_fleet
 
-    v.check_instance("model", model, ReplicaModel, "ReplicaModel (see replica_model)")
     cap = model.capacity_rps()
     lo, hi = cap, 4.0 * cap
     for _ in range(50):

@@ -142,9 +142,7 @@ class _Simulation:
         self.next_tick = 0.0
         self.events: list = []
         self.ai = 0  # the next arrival
-        self.rec_t: list[float] = []
-        self.rec = {k: [] for k in ("serving", "starting", "draining", "billed", "pool",
-                                    "in_batch", "waiting")}
+        self.rec: list[tuple] = []  # per step: t0, serving, starting, draining, pool, billed, ...
         self.billed_replica_steps = 0.0
 
     def idle(self) -> bool:
@@ -242,6 +240,8 @@ class _Simulation:
 
     def route_and_admit(self, k: int, t0: float) -> None:
         s, req, model = self.s, self.req, self.model
+        if not len(s.waiting):
+            return
         s.waiting.route(s.router, s.life.rows(SERVING), s.batches.size, req.ready_s, req.ready_key)
         heads = s.waiting.heads(model.slots - s.batches.size)
         if heads is None:
@@ -268,18 +268,19 @@ class _Simulation:
     # ---------------------------------------------------------------- 7. the record and the bill
     def record(self, t0: float) -> None:
         s = self.s
-        n = [s.life.count(x) for x in (SERVING, STARTING, DRAINING)]
-        billed = n[0] + n[1] + n[2] + s.pool.billed
+        n = np.bincount(s.life.state, minlength=4)  # off, starting, serving, draining
+        pool = s.pool.billed
+        billed = int(n[SERVING] + n[STARTING] + n[DRAINING]) + pool
         self.billed_replica_steps += billed
-        self.rec_t.append(t0)
-        for name, val in zip(("serving", "starting", "draining", "pool", "billed", "in_batch",
-                              "waiting"), (*n, s.pool.billed, billed, int(s.batches.size.sum()),
-                                           len(s.waiting)), strict=True):
-            self.rec[name].append(val)
+        self.rec.append((t0, int(n[SERVING]), int(n[STARTING]), int(n[DRAINING]), pool, billed,
+                         int(s.batches.size.sum()), len(s.waiting)))
 
     def result(self, horizon: float, beyond: int) -> FleetRun:
-        series = {"t_s": np.asarray(self.rec_t)}
-        series.update({name: np.asarray(vals) for name, vals in self.rec.items()})
+        cols = list(zip(*self.rec, strict=True)) if self.rec else [()] * 8
+        series = {"t_s": np.asarray(cols[0], dtype=float)}
+        series.update({name: np.asarray(col, dtype=np.int64) for name, col in zip(
+            ("serving", "starting", "draining", "pool", "billed", "in_batch", "waiting"), cols[1:],
+            strict=True)})
         replica_hours = self.billed_replica_steps * self.dt / 3600.0
         rep = self.model.replica
         self.events.sort(key=lambda e: e[0])

@@ -74,6 +74,7 @@ class WaitingRoom:
         self.queue = _EMPTY
         self.queue_key = _EMPTY
         self._new: list[np.ndarray] = []
+        self._n_new = 0
         self._dropped = np.zeros(rows, dtype=bool)
         self._any_dropped = False
 
@@ -83,12 +84,13 @@ class WaitingRoom:
         self._dropped = grown
 
     def __len__(self) -> int:
-        return int(self.unrouted.size + self.queue.size + sum(x.size for x in self._new))
+        return self.unrouted.size + self.queue.size + self._n_new
 
     def add(self, reqs: np.ndarray) -> None:
         """Requests that arrived (or are retried) wait for the router."""
         if reqs.size:
             self._new.append(reqs)
+            self._n_new += reqs.size
 
     def give_back(self, rows) -> None:
         """The queues of these replicas (failed, or draining) go back to the router."""
@@ -110,7 +112,7 @@ class WaitingRoom:
             self._dropped[:] = False
             self._any_dropped = False
         parts.extend(self._new)
-        self._new = []
+        self._new, self._n_new = [], 0
         return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
     def route(self, router: Router, serving: np.ndarray, batch_size: np.ndarray, ready_s,
@@ -141,9 +143,12 @@ class WaitingRoom:
         if not self.queue.size:
             return None
         rows = self.queue_rows()
-        starts = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1])))
-        urows = rows[starts]
-        sizes = np.diff(np.append(starts, rows.size))
+        change = np.flatnonzero(rows[1:] != rows[:-1]) + 1
+        starts = np.zeros(change.size + 1, dtype=np.int64)
+        starts[1:] = change
+        ends = np.full(starts.size, rows.size, dtype=np.int64)
+        ends[:-1] = change
+        urows, sizes = rows[starts], ends - starts
         take = np.minimum(sizes, np.maximum(free[urows], 0))
         if not take.any():
             return None
@@ -160,13 +165,14 @@ class WaitingRoom:
         """Remove and return the requests that, by ``t1``, have waited longer than ``timeout_s``
         since they arrived."""
         gone = []
-        for name, keyed in (("unrouted", False), ("queue", True)):
-            reqs = getattr(self, name)
-            if reqs.size:
-                late = (t1 - arrival_s[reqs]) > timeout_s
-                if late.any():
-                    gone.append(reqs[late])
-                    setattr(self, name, reqs[~late])
-                    if keyed:
-                        self.queue_key = self.queue_key[~late]
-        return np.concatenate(gone) if gone else _EMPTY
+        if self.unrouted.size:
+            late = (t1 - arrival_s[self.unrouted]) > timeout_s
+            if late.any():
+                gone.append(self.unrouted[late])
+                self.unrouted = self.unrouted[~late]
+        if self.queue.size:
+            late = (t1 - arrival_s[self.queue]) > timeout_s
+            if late.any():
+                gone.append(self.queue[late])
+                self.queue, self.queue_key = self.queue[~late], self.queue_key[~late]
+        return gone[0] if len(gone) == 1 else (np.concatenate(gone) if gone else _EMPTY)
