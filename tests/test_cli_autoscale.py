@@ -62,3 +62,24 @@ def test_errors_are_one_line(capsys, args, message):
     rc = main(["autoscale", *args])
     err = capsys.readouterr().err
     assert rc == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_prefix_cache_option_raises_capacity(capsys):
+    cold = run_json(capsys, "--day", "normal", "--dt-s", "30", "--policy", "scheduled")
+    warm = run_json(capsys, "--day", "normal", "--dt-s", "30", "--policy", "scheduled",
+                    "--cached-prefix-tokens", "3400")
+    assert cold["cached_prefix_tokens"] == 0 and warm["cached_prefix_tokens"] == 3400
+    assert warm["capacity_rps_per_replica"] > 2 * cold["capacity_rps_per_replica"]
+    assert warm["gpu_hours"] < cold["gpu_hours"]
+    assert warm["ttft_s"]["p50"] < cold["ttft_s"]["p50"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--max", "1000000"], "max_replicas"),
+    (["--cached-prefix-tokens", "-1"], "cached_prefix_tokens"),
+    (["--cached-prefix-tokens", "999999"], "cached_prefix_tokens"),
+])
+def test_bounds_are_one_line_errors(capsys, args, message):
+    rc = main(["autoscale", "--day", "normal", "--dt-s", "30", *args])
+    err = capsys.readouterr().err
+    assert rc == 2 and message in err and len(err.strip().splitlines()) == 1

@@ -1,6 +1,7 @@
 """``vidya-lab autoscale [--model M] [--gpu G] [--tp N] [--precision P] [--day normal|exam]
 [--policy reactive|scheduled|predictive] [--cold-start-s S | --cold-start-s derived]
-[--min N] [--max N] [--headroom K] [--router R] [--mtbf-s S] [--dt-s S] [--seed S] [--json]``
+[--min N] [--max N] [--headroom K] [--router R] [--mtbf-s S] [--cached-prefix-tokens N]
+[--dt-s S] [--seed S] [--json]``
 
 One simulated day of Tanvi's fleet (:func:`vidya_lab.autoscaling.simulate_day`): arrivals from the
 day's curve, a router, replicas that cold-start, serve, drain and fail, and the autoscaling policy.
@@ -10,7 +11,9 @@ degree that fits, an exam day, and the cold start derived from its parts (``deri
 The JSON holds ``arrived``, ``finished``, ``rejected``, ``in_flight``, ``attainment`` (0..1 of all
 arrivals), ``ttft_s`` and ``tpot_s`` (percentile objects, seconds), ``gpu_hours``, ``cost`` (USD),
 ``max_replicas``, ``cold_start_s``, ``per_hour_attainment`` (24 values, ``null`` for an hour without
-arrivals) and extras (``rush_attainment``, ``replicas_by_hour``, ``cold_start_parts_s`` …).
+arrivals) and extras (``rush_attainment``, ``replicas_by_hour``, ``cold_start_parts_s``,
+``cached_prefix_tokens`` …). ``--max`` is at most ``autoscaling.MAX_REPLICAS`` (4096); the run's
+memory and time grow with the replicas it actually starts, not with ``--max``.
 """
 
 from __future__ import annotations
@@ -53,12 +56,17 @@ def register(subparsers) -> None:
     p.add_argument("--cold-start-s", default="derived",
                    help="seconds from 'scale up' to serving, or 'derived' (default) from its parts")
     p.add_argument("--min", dest="min_replicas", type=int, default=1, help="fewest replicas (1)")
-    p.add_argument("--max", dest="max_replicas", type=int, default=64, help="most replicas (64)")
+    p.add_argument("--max", dest="max_replicas", type=int, default=64,
+                   help=f"most replicas (64; at most {autoscaling.MAX_REPLICAS})")
     p.add_argument("--headroom", type=int, default=0, help="N+k spare replicas (default 0)")
     p.add_argument("--router", default="round_robin", choices=autoscaling.ROUTERS,
                    help="default round_robin")
     p.add_argument("--mtbf-s", type=float, default=None,
                    help="mean time between failures of one replica, seconds (default: none)")
+    p.add_argument("--cached-prefix-tokens", type=int, default=0,
+                   help="prompt tokens a warm replica finds in its prefix cache (default 0: none "
+                        f"counted; Tanvi's syllabus + subject is "
+                        f"{TANVI.syllabus_prompt_tokens + TANVI.subject_prompt_tokens})")
     p.add_argument("--dt-s", type=float, default=5.0, help="simulation step, seconds (default 5)")
     p.add_argument("--seed", type=int, default=0, help="seed of the day's traffic (default 0)")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
@@ -75,11 +83,13 @@ def run(args) -> int:
     day = autoscaling.simulate_day(rep, day=args.day, policy=args.policy, cold_start=cold,
                                    seed=args.seed, dt_s=args.dt_s, min_replicas=args.min_replicas,
                                    max_replicas=args.max_replicas, headroom=args.headroom,
-                                   router=args.router, mtbf_s=args.mtbf_s)
+                                   router=args.router, mtbf_s=args.mtbf_s,
+                                   cached_prefix_tokens=args.cached_prefix_tokens)
     out = dict(day["summary"])
     out["cold_start_parts_s"] = (autoscaling.ColdStart().parts_s(rep) if cold is None else None)
     out.update({"model": rep.model.id, "gpu": rep.gpu.id, "tp": rep.tp, "precision": rep.precision,
                 "day": args.day, "policy": args.policy, "seed": args.seed,
+                "cached_prefix_tokens": args.cached_prefix_tokens,
                 "capacity_rps_per_replica": day["model"].capacity_rps()})
     if args.json:
         print_json(out)
