@@ -42,8 +42,10 @@ def test_fluid_fleet_lands_near_the_simulated_day(day, policy):
     derived ~11 min cold start). Measured: replicas by hour within 0.4 (normal) and 1.0 (exam)
     replicas; GPU-hours -6.5 % (normal) and -2.6 % (exam) for reactive (the simulation's noisy 60 s
     rate scales up more often), -1.6 % and -0.6 % for predictive (its live floor is that reactive
-    rule), 0.0 % for scheduled; attainment within 0.2 points and rush attainment within 0.5 points.
-    The bounds below leave a little room above those."""
+    rule), 0.0 % for scheduled; attainment within 0.2 points and rush attainment within 0.5 points
+    (re-measured on the issue-14 cost model: the reactive exam rush differs by 0.9 points, the
+    fluid model's rush a little worse than the simulation's). The bounds below leave a little room
+    above those."""
     fluid = whole_day(day, policy, "fluid")
     sim = whole_day(day, policy, "fleet")
     f, s = fluid["summary"], sim["summary"]
@@ -51,7 +53,8 @@ def test_fluid_fleet_lands_near_the_simulated_day(day, policy):
     assert diff.max() <= 1.25
     bound = {"reactive": 0.08, "predictive": 0.03, "scheduled": 0.01}[policy]
     assert f["gpu_hours"] == pytest.approx(s["gpu_hours"], rel=bound)
-    assert f["rush_attainment"] == pytest.approx(s["rush_attainment"], abs=0.0075)
+    rush_bound = 0.011 if policy == "reactive" else 0.0075
+    assert f["rush_attainment"] == pytest.approx(s["rush_attainment"], abs=rush_bound)
     assert f["attainment"] == pytest.approx(s["attainment"], abs=0.005)
     assert abs(f["max_replicas"] - s["max_replicas"]) <= 2
     assert f["arrived"] == pytest.approx(s["arrived"], rel=0.01)  # the curve's integral vs Poisson

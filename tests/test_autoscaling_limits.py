@@ -80,7 +80,7 @@ def test_queue_timeout_that_lets_a_day_pile_up_is_refused():
 
 def test_queue_timeout_no_longer_sizes_memory():
     # a patience of a whole hour on a short window runs, and nothing is lost
-    w = flat_workload(2 * model().capacity_rps(), 600, 2)
+    w = flat_workload(4 * model().capacity_rps(), 600, 2)
     run = a.simulate_fleet(w, a.Fleet(model(), max_replicas=1, queue_timeout_s=3600.0),
                            a.Scheduled((1,) * 24), dt_s=5.0, initial_replicas=1,
                            drain_limit_s=600.0)

@@ -77,9 +77,12 @@ def test_simulated_tpot_matches_the_steady_state():
     rate = 0.7 * m.capacity_rps()
     run = one_replica(flat_workload(rate, 1800, 4), m)
     # (the fixed point works with the mean batch; the simulation's batch varies, and a step time
-    # convex in the batch makes the simulated mean a little slower)
-    assert float(np.mean(slo.tpot_s(run.timelines))) == pytest.approx(
-        m.steady_state(rate)["tpot_s"], rel=0.15)
+    # convex in the batch - and its host cost growing with every sequence - makes the simulated
+    # mean a little slower)
+    simulated = float(np.mean(slo.tpot_s(run.timelines)))
+    fixed_point = m.steady_state(rate)["tpot_s"]
+    assert fixed_point <= simulated * 1.02
+    assert simulated == pytest.approx(fixed_point, rel=0.2)
 
 
 def test_target_utilisation_keeps_tanvis_attainment():
@@ -105,11 +108,11 @@ def test_time_step_barely_moves_the_answer():
 # ----------------------------------------------------------------------------- the prefix cache
 
 def test_no_cache_counted_reproduces_the_numbers_before_it_existed():
-    # capacity of Tanvi's replica measured on the base commit (3ee2943), before the prefix cache
-    # was modelled; cached_prefix_tokens=0 is the default and changes no table
+    # capacity of Tanvi's replica recorded when the prefix cache was modelled (on the issue-14 cost
+    # model); cached_prefix_tokens=0 is the default and changes no table
     m = model()
-    assert m.capacity_rps() == pytest.approx(2.5617598614179116, rel=1e-12)
-    assert m.slots == 107 and m.cached_prefix_tokens == 0
+    assert m.capacity_rps() == pytest.approx(2.678073705909826, rel=1e-9)
+    assert m.slots == 121 and m.cached_prefix_tokens == 0
     again = a.replica_model(rep(), cached_prefix_tokens=0)
     assert np.array_equal(again.prefill_table_s, m.prefill_table_s)
     assert np.array_equal(again.prompt_grid, m.prompt_grid)

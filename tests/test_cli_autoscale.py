@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from vidya_lab import autoscaling, sizing
+from vidya_lab import autoscaling, layouts, sizing
 from vidya_lab.cli import main
 from vidya_lab.scenario import TANVI
 
@@ -29,9 +29,10 @@ def test_json_contract_and_defaults_from_the_scenario(capsys):
     assert set(d["ttft_s"]) == set(d["tpot_s"]) == {"p50", "p90", "p95", "p99", "mean"}
     assert len(d["per_hour_attainment"]) == 24
     assert 0.0 <= d["attainment"] <= 1.0
-    # defaults: Tanvi's model, the first candidate GPU, the smallest tp that fits, derived start
+    # defaults: Tanvi's model, the first candidate GPU, the book's tp (chapter 3's cheapest
+    # single-node layout), derived start
     assert d["model"] == TANVI.model_id and d["gpu"] == TANVI.candidate_gpu_ids[0]
-    assert d["tp"] == autoscaling.smallest_tp(TANVI.model_id, TANVI.candidate_gpu_ids[0]) == 4
+    assert d["tp"] == layouts.reference_tp(TANVI.model_id, TANVI.candidate_gpu_ids[0]) == 4
     rep = sizing.Replica(TANVI.model_id, "h100-sxm", tp=4)
     assert d["cold_start_s"] == pytest.approx(autoscaling.ColdStart().total_s(rep))
     assert sum(d["cold_start_parts_s"].values()) == pytest.approx(d["cold_start_s"])

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import argparse
 
-from vidya_lab import autoscaling, sizing
+from vidya_lab import autoscaling, layouts, sizing
 from vidya_lab.cli import UsageError, print_json
 from vidya_lab.scenario import TANVI
 
@@ -75,8 +75,8 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     cold = _cold_start(args.cold_start_s)
-    tp = args.tp if args.tp is not None else autoscaling.smallest_tp(args.model, args.gpu,
-                                                                     precision=args.precision)
+    tp = args.tp if args.tp is not None else layouts.reference_tp(args.model, args.gpu,
+                                                                  args.precision)
     rep = sizing.Replica(args.model, args.gpu, tp=tp, precision=args.precision)
     if args.min_replicas > args.max_replicas:
         raise UsageError(f"--min ({args.min_replicas}) must not exceed --max ({args.max_replicas})")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from vidya_lab import autoscaling, sizing
+from vidya_lab import autoscaling, layouts, sizing
 from vidya_lab.exercises.core import Exercise, Mistake
 from vidya_lab.scenario import TANVI
 
@@ -29,7 +29,7 @@ POOL_NODES = 2
 def replica() -> sizing.Replica:
     """Tanvi's replica in this chapter: her model on 4 x H100 (the smallest tp that fits)."""
     gpu = TANVI.candidate_gpu_ids[0]
-    return sizing.Replica(TANVI.model_id, gpu, tp=autoscaling.smallest_tp(TANVI.model_id, gpu))
+    return sizing.Replica(TANVI.model_id, gpu, tp=layouts.reference_tp(TANVI.model_id, gpu))
 
 
 @cache

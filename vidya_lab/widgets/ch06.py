@@ -27,7 +27,7 @@ from functools import lru_cache
 import numpy as np
 from matplotlib.figure import Figure
 
-from vidya_lab import autoscaling, sizing
+from vidya_lab import autoscaling, layouts, sizing
 from vidya_lab.scenario import TANVI
 
 #: The widget's step, seconds: the autoscaler's tick (the fluid model ticks at it).
@@ -42,7 +42,7 @@ DEFAULTS = autoscaling.ColdStart()
 @lru_cache(maxsize=1)
 def _replica() -> sizing.Replica:
     gpu = TANVI.candidate_gpu_ids[0]
-    return sizing.Replica(TANVI.model_id, gpu, tp=autoscaling.smallest_tp(TANVI.model_id, gpu))
+    return sizing.Replica(TANVI.model_id, gpu, tp=layouts.reference_tp(TANVI.model_id, gpu))
 
 
 @lru_cache(maxsize=1)
