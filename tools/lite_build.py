@@ -1,6 +1,7 @@
 """Assemble what the book's JupyterLite site serves to the reader's in-browser (Pyodide) kernel.
 
     python tools/lite_build.py            # fetch what is missing (cached), assemble _build/lite/
+    python tools/lite_build.py --fetch    # only download what the cache lacks (`make lite-assets`)
     python tools/lite_build.py --check    # exit 1 when the cache lacks a pinned download
 
 `make book` runs it before the Sphinx build; book/_ext/vidya_lite.py runs the same `assemble()` inside
@@ -263,7 +264,13 @@ def assemble(chapters: list[Path] | None = None) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only report what the cache lacks")
+    parser.add_argument("--fetch", action="store_true", help="only download what the cache lacks")
     args = parser.parse_args(argv)
+    if args.fetch:
+        if missing():
+            fetch()
+        print(f"{CACHE.name}/: holds every pinned download")
+        return 0
     if args.check:
         gaps = missing()
         print(f"{CACHE.name}/: " + (f"missing {gaps}" if gaps else "holds every pinned download"))
