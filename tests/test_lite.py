@@ -203,3 +203,19 @@ def test_every_notebook_page_launches_its_own_notebook(built_book):
         assert match, f"{page.stem}.html has no JupyterLite launch button"
         assert match.group(1).startswith("../lite/"), match.group(1)  # relative to the page
         assert (built_book / "lite" / "files" / match.group(2)).exists(), match.group(2)
+
+
+def test_browser_test_tells_cdn_failures_from_other_failures():
+    from test_lite_browser import _names, cdn_cause
+
+    modules = {"numpy", "pandas"}
+    assert cdn_cause({"ename": "<class 'ModuleNotFoundError'>", "evalue": "No module named 'numpy'"},
+                     "import numpy as np", modules, set())
+    assert cdn_cause({"ename": "ModuleNotFoundError", "evalue": "No module named 'simpy'"},
+                     "import simpy", modules, set()) is None  # the book serves simpy: a real bug
+    bound, read = _names("%matplotlib inline\nimport pandas as pd\nrows = {}\nfor r in x: pass")
+    assert bound == {"pd", "rows", "r"} and "x" in read
+    tainted = bound
+    assert cdn_cause({"ename": "KeyError", "evalue": "0"}, "rows[0]", modules, tainted)
+    assert cdn_cause({"ename": "NameError", "evalue": "name 'y' is not defined"}, "y + 1",
+                     modules, tainted) is None

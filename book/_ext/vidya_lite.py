@@ -9,6 +9,9 @@
    `<that URL>?path=<page>.ipynb` verbatim, so a relative URL would only work from the book's root.
    We make it relative to each page, so the book works from any folder of any host (a fork's
    GitHub Pages site lives under /<repository>/).
+3. jupyterlite-sphinx adds to every page a Google Fonts stylesheet (Vibur) and its own CSS and JS,
+   all for its directives (embedded iframes, "try examples"), which the book does not use. We drop
+   them: a page must ask no other host for anything (tests/test_browser.py).
 """
 
 from __future__ import annotations
@@ -66,8 +69,20 @@ def relative_launch_button(app, pagename, templatename, context, doctree) -> Non
                 button["url"] = context["pathto"](LITE_APP, 1) + query
 
 
+UNUSED_ASSETS = ("https://fonts.googleapis.com/css?family=Vibur", "jupyterlite_sphinx.css",
+                 "jupyterlite_sphinx.js")
+
+
+def drop_unused_assets(app, pagename, templatename, context, doctree) -> None:
+    for key in ("css_files", "script_files"):
+        if key in context:
+            context[key] = [a for a in context[key]
+                            if str(getattr(a, "filename", a) or "") not in UNUSED_ASSETS]
+
+
 def setup(app):
     app.connect("builder-inited", assemble_lite)
     # after the theme's add_launch_buttons (priority 501) has built the button
     app.connect("html-page-context", relative_launch_button, priority=600)
+    app.connect("html-page-context", drop_unused_assets, priority=600)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
