@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 BOOK_FLAGS := -W -n --keep-going
 
-.PHONY: book test lab lint spell linkcheck bench clean page assets
+.PHONY: book test lab lint spell linkcheck bench clean page assets lite-assets
 .DEFAULT_GOAL := book
 
 $(BIN)/python:
@@ -30,12 +30,19 @@ $(JS_ASSETS): tools/fetch_js_assets.py
 
 assets: $(JS_ASSETS)
 
-book: $(VENV)/.book-deps $(JS_ASSETS)
+# What the book's JupyterLite site serves (tools/lite_build.py): the Pyodide runtime from npm and the
+# wheels of lite/wheels.txt from PyPI, pinned and checked, cached in _lite_cache/. The Sphinx build
+# (book/_ext/vidya_lite.py) assembles _build/lite/ from them and jupyterlite-sphinx builds
+# _build/html/lite/.
+lite-assets: $(VENV)/.book-deps
+	$(BIN)/python tools/lite_build.py --fetch
+
+book: $(VENV)/.book-deps $(JS_ASSETS) lite-assets
 	$(BIN)/python tools/stale_cache.py
 	$(BIN)/jupyter-book build . $(BOOK_FLAGS)
 	@echo "The book: $(CURDIR)/_build/html/index.html"
 
-test: $(VENV)/.test-deps $(JS_ASSETS)
+test: $(VENV)/.test-deps $(JS_ASSETS) lite-assets
 	$(BIN)/python tools/stale_cache.py
 	$(BIN)/ruff check vidya_lab tests benchmarks tools
 	$(BIN)/pytest
@@ -47,7 +54,7 @@ lint: $(VENV)/.test-deps
 	$(BIN)/ruff check vidya_lab tests benchmarks tools
 
 clean:
-	rm -rf _build
+	rm -rf _build .jupyterlite.doit.db
 
 # Spelling of the prose and code (codespell; project words in .codespell-words.txt, see .codespellrc).
 spell: $(VENV)/.test-deps
