@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import tempfile
 from numbers import Integral, Real
 from pathlib import Path
@@ -32,12 +33,10 @@ from pathlib import Path
 def _is_bool(value: object) -> bool:
     if isinstance(value, bool):
         return True
-    try:  # numpy.bool_ is not a Python bool but must not pass as a number either
-        import numpy as np
-
-        return isinstance(value, np.bool_)
-    except ImportError:  # pragma: no cover
-        return False
+    # numpy.bool_ is not a Python bool but must not pass as a number either; if numpy was never
+    # imported no value can be one (and the check costs no import: the in-browser kernel may lack it)
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(value, np.bool_)
 
 
 def _show(value: object, limit: int = 60) -> str:
