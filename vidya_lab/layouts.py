@@ -54,6 +54,10 @@ DEFAULT_DEGREES = (1, 2, 4, 8, 16, 32)
 DEFAULT_MAX_GPUS_PER_REPLICA = 32
 #: Default busiest fraction of a replica's throughput the plan uses (as sizing.gpus_for_peak_load).
 DEFAULT_UTILISATION = 0.8
+#: Layouts whose cost is within this share of the cheapest are ties: the model cannot tell them
+#: apart (its median throughput error is about 7-10 %, book/validation.md), and a replica count
+#: rounded up decides a few per cent. Among ties the simplest layout wins.
+COST_TIE_TOLERANCE = 0.05
 
 
 @dataclass(frozen=True)
@@ -239,9 +243,11 @@ def search_layouts(model, gpu, *, peak_rps: float, isl: int, osl: int, ttft_targ
                    inter_node: str | None = None, calibration=None) -> list[Layout]:
     """Every layout of ``model`` on ``gpu`` that fits, sized for ``peak_rps``, ranked.
 
-    Order: layouts meeting both targets first; then cost per hour; at equal cost, fewer nodes per
-    replica, the lower batch-1 TPOT (streaming speed at low load), the lower idle TTFT, more
-    capacity, fewer GPUs per replica (fewer parts to fail) and lower pp. Layouts that do not fit are left out; an empty
+    Order (:func:`rank`): layouts meeting both targets within 5 % of the cheapest such cost, simplest
+    first (fewer nodes per replica, no pipeline, fewer GPUs per replica: fewer parts to fail, no
+    bubble; the model cannot rank layouts that close); then the others, meeting the targets first,
+    by cost per hour; at equal cost, fewer nodes per replica, the lower batch-1 TPOT (streaming
+    speed at low load), the lower idle TTFT, more capacity, fewer GPUs per replica and lower pp. Layouts that do not fit are left out; an empty
     list means none fits within ``max_gpus_per_replica``.
 
     Parameters
@@ -269,7 +275,21 @@ def search_layouts(model, gpu, *, peak_rps: float, isl: int, osl: int, ttft_targ
                               calibration=calibration)
         if lay.fits:
             found.append(lay)
-    return sorted(found, key=_rank_key)
+    return rank(found)
+
+
+def rank(found: list[Layout], tolerance: float = COST_TIE_TOLERANCE) -> list[Layout]:
+    """Layouts in the search's order (:func:`search_layouts`): those meeting the targets within
+    ``tolerance`` of the cheapest such layout's cost first, simplest first (fewer nodes per replica,
+    no pipeline, fewer GPUs per replica, then cost); then the rest by :func:`_rank_key`."""
+    met = [x.cost_per_hour for x in found if x.meets_slo]
+    if not met:
+        return sorted(found, key=_rank_key)
+    limit = min(met) * (1.0 + tolerance)
+    near = sorted((x for x in found if x.meets_slo and x.cost_per_hour <= limit),
+                  key=lambda x: (x.nodes_per_replica, x.pp, x.gpus_per_replica, *_rank_key(x)[1:]))
+    rest = sorted((x for x in found if x not in near), key=_rank_key)
+    return near + rest
 
 
 def cheapest_layout(model, gpu, **kwargs) -> Layout | None:
@@ -372,10 +392,10 @@ def pipeline_schedule(r: sizing.Replica, batch: int, context_tokens: int,
     batch); m must divide the batch).
 
     Each micro-batch of batch/m sequences passes the pp stages in turn; a stage serves one
-    micro-batch at a time. A micro-batch's traversal takes overhead + pp·stage + hand-offs, and a
-    stage needs m·stage for all m, so one token round takes
+    micro-batch at a time. A micro-batch's traversal takes host + pp·stage + hand-offs, a stage
+    needs m·stage for all m, and the host schedules all m, so one token round takes
 
-        TPOT = max(overhead + pp·stage(batch/m) + hand-offs, m·stage(batch/m))
+        TPOT = max(host + pp·stage(batch/m) + hand-offs, m·stage(batch/m), host for all m)
 
     throughput = batch / TPOT, and each stage idles 1 − m·stage/TPOT of the time (the bubble).
     ``gpipe_bubble`` is the one-pass figure (pp−1)/(m+pp−1) of
@@ -394,9 +414,8 @@ def pipeline_schedule(r: sizing.Replica, batch: int, context_tokens: int,
         raise ValueError(f"batch must be a multiple of microbatches={m}, got {b}")
     c = r._cost
     p = c.parts(0, 0, 0, 0, b, b * ctx, microbatches=m)
-    stage = (max(p["compute_s"], p["weight_read_s"] + p["kv_read_s"]) + p["tp_comm_s"]
-             + p["layer_overhead_s"])
-    tpot = max(p["host_s"] + r.pp * stage + p["pp_comm_s"], m * stage)
+    stage = p["stage_s"]
+    tpot = c.round_s(p)
     return {"microbatches": m, "stage_s": stage, "tpot_s": tpot, "tokens_per_s": b / tpot,
             "idle_fraction": 1.0 - m * stage / tpot,
             "gpipe_bubble": par.pipeline_bubble_fraction(r.pp, m)}

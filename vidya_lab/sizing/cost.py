@@ -19,9 +19,13 @@ figures of :mod:`vidya_lab.catalog.links` through :mod:`vidya_lab.parallelism`; 
 come from the :class:`~vidya_lab.sizing.efficiency.Calibration`.
 
 Pipeline parallelism as engines run it: the batch is cut into m = min(pp, sequences) micro-batches
-(vLLM's virtual engines) that follow each other through the stages, so the formula above is applied
-to 1/m of the work, and each stage idles for the rest — the bubble: a lone request (m = 1) keeps
-pp − 1 of the pp stages waiting. Tensor parallelism has no bubble but pays two all-reduces per layer.
+(vLLM's virtual engines) that follow each other through the stages. Decodes spread evenly over them,
+but a prompt's prefill chunk cannot be split, so the heaviest micro-batch carries it. An iteration
+then takes the longest of: the heaviest micro-batch's way through the pp stages (the formula above
+for its work), one stage's work for all m micro-batches, and the host's scheduling of all of them
+(one engine core schedules every micro-batch). The stages idle for the rest — the bubble: a lone
+request (m = 1) keeps pp − 1 of the pp stages waiting, and so does a long prefill chunk among
+short decodes. Tensor parallelism has no bubble but pays two all-reduces per layer.
 """
 
 from __future__ import annotations
@@ -86,34 +90,59 @@ class StepCost:
         touched = 1.0 - self.miss_prob ** tokens  # expected fraction of experts some token uses
         return self.dense_weight_bytes + self.expert_weight_bytes * touched
 
+    def _stage(self, tokens, logit_rows, pairs, kv_tokens) -> dict:
+        """One stage's parts for one micro-batch's work, seconds."""
+        compute = (self.flops_per_token * tokens + self.flops_per_logit_row * logit_rows
+                   + self.flops_per_pair * pairs) / self.flops_per_s
+        weights = self.weight_read_bytes(tokens) / self.bytes_per_s
+        kv = self.kv_bytes_per_token * kv_tokens / self.bytes_per_s
+        tp = self.tp_comm_per_token * tokens + self.tp_comm_fixed
+        stage = max(compute, weights + kv) + tp + self.layer_overhead
+        return {"compute_s": compute, "weight_read_s": weights, "kv_read_s": kv, "tp_comm_s": tp,
+                "stage_s": stage}
+
     def parts(self, prefill_tokens, prefill_pairs, prefill_kv_tokens, prefill_seqs, n_decode,
               decode_ctx_sum, microbatches: float | None = None) -> dict:
-        """The stage's parts for ONE micro-batch, seconds, and the micro-batch count (default
-        :meth:`microbatches`; a pipeline schedule may impose its own)."""
+        """The iteration's parts: one stage for the HEAVIEST micro-batch (seconds), the micro-batch
+        count (default :meth:`microbatches`), and what the round is the largest of.
+
+        Decodes spread evenly over the m micro-batches; a prompt's prefill chunk cannot be split
+        between them, so the prefill work spreads over at most as many micro-batches as there are
+        prefilling sequences — with one prompt in prefill, one micro-batch carries all of it, and the
+        stages wait for it (the bubble of continuous batching through a pipeline).
+        """
         m = self.microbatches(prefill_seqs + n_decode) if microbatches is None else microbatches
-        tokens = (prefill_tokens + n_decode) / m
-        compute = (self.flops_per_token * tokens
-                   + self.flops_per_logit_row * (n_decode + prefill_seqs) / m
-                   + self.flops_per_pair * (prefill_pairs + decode_ctx_sum) / m) / self.flops_per_s
-        weights = self.weight_read_bytes(tokens) / self.bytes_per_s
-        kv = (self.kv_bytes_per_token * (prefill_kv_tokens + decode_ctx_sum + n_decode) / m
-              / self.bytes_per_s)
-        tp = self.tp_comm_per_token * tokens + self.tp_comm_fixed
+        mp = min(m, max(1.0, prefill_seqs)) if prefill_tokens > 0 else m
+        heavy = self._stage(prefill_tokens / mp + n_decode / m,
+                            prefill_seqs / mp + n_decode / m,
+                            prefill_pairs / mp + decode_ctx_sum / m,
+                            prefill_kv_tokens / mp + (decode_ctx_sum + n_decode) / m)
+        mean = heavy if mp == m else self._stage(
+            (prefill_tokens + n_decode) / m, (prefill_seqs + n_decode) / m,
+            (prefill_pairs + decode_ctx_sum) / m,
+            (prefill_kv_tokens + decode_ctx_sum + n_decode) / m)
+        tokens = prefill_tokens / mp + n_decode / m
         pp = self.pp_comm_per_token * tokens + self.pp_comm_fixed if self.pp > 1 else 0.0
-        host = self.overhead + self.seq_overhead * (prefill_seqs + n_decode) / m
-        return {"microbatches": m, "compute_s": compute, "weight_read_s": weights, "kv_read_s": kv,
-                "tp_comm_s": tp, "pp_comm_s": pp, "layer_overhead_s": self.layer_overhead,
-                "host_s": host}
+        sequences = prefill_seqs + n_decode
+        host = self.overhead + self.seq_overhead * sequences / m
+        return {**{k: heavy[k] for k in ("compute_s", "weight_read_s", "kv_read_s", "tp_comm_s")},
+                "microbatches": m, "pp_comm_s": pp, "layer_overhead_s": self.layer_overhead,
+                "host_s": host, "stage_s": heavy["stage_s"],
+                "all_stages_s": m * mean["stage_s"],  # what one stage must do for all micro-batches
+                "host_total_s": m * self.overhead + self.seq_overhead * sequences}
+
+    def round_s(self, p: dict) -> float:
+        """One iteration (every sequence gains a token): the heaviest micro-batch's traversal, or a
+        stage's work for all of them, or the host's work for all of them — whichever is longest."""
+        traversal = p["host_s"] + self.pp * p["stage_s"] + p["pp_comm_s"]
+        return max(traversal, p["all_stages_s"], p["host_total_s"])
 
     def step_time_s(self, prefill_tokens=0.0, prefill_pairs=0.0, prefill_kv_tokens=0.0,
                     prefill_seqs=0.0, n_decode=0.0, decode_ctx_sum=0.0) -> float:
         if prefill_tokens + n_decode <= 0:
             return 0.0
-        p = self.parts(prefill_tokens, prefill_pairs, prefill_kv_tokens, prefill_seqs, n_decode,
-                       decode_ctx_sum)
-        memory = p["weight_read_s"] + p["kv_read_s"]
-        stage = max(p["compute_s"], memory) + p["tp_comm_s"] + self.layer_overhead
-        return p["host_s"] + self.pp * stage + p["pp_comm_s"]
+        return self.round_s(self.parts(prefill_tokens, prefill_pairs, prefill_kv_tokens,
+                                       prefill_seqs, n_decode, decode_ctx_sum))
 
 
 # ----------------------------------------------------------------------------- friendly forms
@@ -180,10 +209,12 @@ def iteration_breakdown(r: Replica, prefill=(), decode_contexts=()) -> dict:
 
     Keys, per stage and for one micro-batch: ``compute_s``, ``weight_read_s``, ``kv_read_s``,
     ``memory_s`` (weights + KV), ``tp_comm_s``, ``layer_overhead_s``; per iteration:
-    ``pp_comm_s`` (the hand-offs), ``overhead_s`` (the host: per iteration and per sequence),
-    ``microbatches``, ``stage_s``, ``bound`` ("compute" or "memory"), ``idle_fraction`` (the
-    pipeline bubble: 1 − m·stage/total) and ``total_s`` = host + pp·stage + hand-offs, equal to
-    :func:`iteration_time_s`.
+    ``pp_comm_s`` (the hand-offs), ``overhead_s`` (the host: per iteration and per sequence of the
+    micro-batch), ``microbatches``, ``stage_s`` (of the heaviest micro-batch), ``all_stages_s`` (a
+    stage's work for every micro-batch), ``host_total_s``, ``bound`` ("compute" or "memory"),
+    ``idle_fraction`` (the pipeline bubble: 1 − all_stages/total) and ``total_s``, equal to
+    :func:`iteration_time_s`: the largest of host + pp·stage + hand-offs, all_stages and
+    host_total (with pp = 1, simply host + stage).
     """
     _as_replica(r)
     pt, pairs, kv, seqs = prefill_work(prefill)
@@ -192,11 +223,11 @@ def iteration_breakdown(r: Replica, prefill=(), decode_contexts=()) -> dict:
     p = c.parts(pt, pairs, kv, seqs, nd, ctx)
     busy = pt + nd > 0
     memory = p["weight_read_s"] + p["kv_read_s"]
-    stage = max(p["compute_s"], memory) + p["tp_comm_s"] + p["layer_overhead_s"] if busy else 0.0
+    stage = p["stage_s"] if busy else 0.0
     total = r.step_time_s(pt, pairs, kv, seqs, nd, ctx)
     return {**p, "memory_s": memory, "overhead_s": p["host_s"] if busy else 0.0, "stage_s": stage,
             "layer_overhead_s": p["layer_overhead_s"] if busy else 0.0,
             "pp_comm_s": p["pp_comm_s"] if busy else 0.0, "stages": r.pp,
             "bound": "compute" if p["compute_s"] > memory else "memory",
-            "idle_fraction": 1.0 - p["microbatches"] * stage / total if total > 0 else 0.0,
+            "idle_fraction": 1.0 - p["all_stages_s"] / total if total > 0 else 0.0,
             "total_s": total}
