@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from vidya_lab.cli import print_json
+from vidya_lab._validate import check_output_file
+from vidya_lab.cli import UsageError, print_json
 
 
 def register(sub) -> None:
@@ -29,6 +30,12 @@ def register(sub) -> None:
     p.add_argument("--policy", choices=POLICIES, default="scheduled", help="autoscaling policy")
     p.add_argument("--cold-start-s", type=float, help="cold start, seconds (default: derived)")
     p.add_argument("--prefix-share", type=float, help="shared-prefix fraction of the prompt, 0..1")
+    p.add_argument("--no-prefix-cache", action="store_true",
+                   help="plan as if nothing were cached (the prefix cache not counted)")
+    p.add_argument("--traffic-margin", type=float, default=0.2,
+                   help="forecast error the plan must survive at the target (default 0.2: +20%%)")
+    p.add_argument("--spot-share", type=float, default=0.0,
+                   help="share of the on-demand burst bought as spot, 0..1 (default 0)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-risks", action="store_true", help="skip the risk simulations")
     p.add_argument("--figure", metavar="PATH", help="write the one-page figure (.png or .svg)")
@@ -51,10 +58,15 @@ def run(args: argparse.Namespace) -> int:
     scenario = planner.what_if(**changes)
     gpu_ids = [g.strip() for g in args.gpus.split(",") if g.strip()] if args.gpus else None
     precisions = tuple(x.strip() for x in args.precisions.split(",") if x.strip())
+    if not precisions:
+        raise UsageError("--precisions must name at least one precision, e.g. bf16,fp8")
+    if args.figure:  # checked before the work, not after it
+        check_output_file("--figure", args.figure)
     result = planner.plan(scenario, gpu_ids=gpu_ids, precisions=precisions, day=args.day,
                           policy=args.policy, cold_start_s=args.cold_start_s,
                           prefix_share=args.prefix_share, seed=args.seed,
-                          risks=not args.no_risks)
+                          risks=not args.no_risks, count_prefix_cache=not args.no_prefix_cache,
+                          traffic_margin=args.traffic_margin, spot_share=args.spot_share)
     if args.figure:
         report.plan_figure(result, args.figure)
     if args.json:

@@ -93,9 +93,11 @@ def _no_candidate(scenario: Scenario, gpu_ids, day: str) -> ValueError:
 
 
 def _not_confirmed(scenario: Scenario, opts: Options, confirmed: list) -> ValueError:
-    tried = "; ".join(f"{c['gpu']}/{c['precision']} TP{c['tp']}xPP{c['pp']} +{c['headroom']}: "
-                      f"{c['attainment'] if c['attainment'] is None else round(c['attainment'], 3)}"
-                      for c in confirmed)
+    best: dict = {}
+    for c in confirmed:  # the best try of each layout
+        key = f"{c['gpu']}/{c['precision']} TP{c['tp']}xPP{c['pp']}"
+        best[key] = max(best.get(key, -1.0), c["attainment"] or 0.0)
+    tried = "; ".join(f"{k}: at best {a:.3f}" for k, a in best.items())
     return ValueError(f"no candidate met the attainment target of {scenario.attainment_target:.0%} "
                       f"on its simulated {opts.day} day at +{opts.traffic_margin:.0%} traffic; "
                       f"tried: {tried}; relax a target, lower the margin or add a GPU type")
@@ -187,7 +189,8 @@ def plan(scenario: Scenario = TANVI, *, gpu_ids=None, precisions=("bf16", "fp8")
     if chosen is None:
         raise _not_confirmed(scenario, opts, confirmed)
     cand, utilisation, spare = chosen
-    forecast_run = simulate(cand, scenario, opts, utilisation=utilisation, headroom=spare)
+    forecast_run = simulate(cand, scenario, opts, utilisation=utilisation, headroom=spare,
+                            fidelity="fluid")  # the bill's replica curve: replicas, not requests
     purchase = procurement.buy(forecast_run["replicas_by_hour"], gpus_per_replica=cand.layout.tp
                                * cand.layout.pp, gpu=cand.gpu, days=DAYS_PER_MONTH,
                                spot_share=spot_share)

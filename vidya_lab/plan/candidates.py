@@ -57,10 +57,12 @@ def target(scenario: Scenario) -> slo.SLO:
 
 def candidates(scenario: Scenario = TANVI, *, gpu_ids=None, precisions=("bf16", "fp8"), day: str = "exam",
                traffic_factor: float = 1.0, calibration=None) -> list[Candidate]:
-    """Every layout, on every GPU type × precision, that meets the targets at the peak; cheapest first.
+    """Every layout, on every GPU type × precision, that meets the targets at the peak.
 
-    A GPU type without fp8 support (the A100) is skipped for fp8; a GPU type on which no layout meets
-    the targets contributes nothing. Ties in cost go to fewer GPUs, then to the search's own order.
+    Each (GPU type, precision) contributes its layouts in :func:`vidya_lab.layouts.search_layouts`'
+    order (cheapest, with layouts within 5 % of each other ranked simplest first); the groups are
+    ordered by the cost of their first layout. A GPU type without fp8 support (the A100) is skipped
+    for fp8; a GPU type on which no layout meets the targets contributes nothing.
     """
     gpu_ids = scenario.candidate_gpu_ids if gpu_ids is None else tuple(gpu_ids)
     if not gpu_ids:
@@ -68,7 +70,7 @@ def candidates(scenario: Scenario = TANVI, *, gpu_ids=None, precisions=("bf16", 
     if not precisions:
         raise ValueError("precisions must name at least one precision, e.g. bf16 or fp8")
     peak = peak_rps(scenario, day, traffic_factor)
-    found = []
+    groups = []
     for gpu_id in gpu_ids:
         gpu = get_gpu(gpu_id)
         for precision in precisions:
@@ -78,9 +80,14 @@ def candidates(scenario: Scenario = TANVI, *, gpu_ids=None, precisions=("bf16", 
                 scenario.model_id, gpu.id, peak_rps=peak, isl=scenario.prompt_tokens_mean,
                 osl=scenario.answer_tokens_mean, ttft_target_s=scenario.ttft_target_s,
                 tpot_target_s=scenario.tpot_target_s, precision=precision, calibration=calibration)
-            found += [Candidate(gpu.id, precision, lay, calibration) for lay in ranked
-                      if lay.meets_slo]
-    return sorted(found, key=lambda c: (c.cost_per_hour, c.layout.gpus))
+            group = [Candidate(gpu.id, precision, lay, calibration) for lay in ranked
+                     if lay.meets_slo]
+            if group:
+                groups.append(group)
+    # each GPU type's layouts in the search's own order (ties within 5 % go to the simplest);
+    # GPU types by the cost of their first layout
+    groups.sort(key=lambda g: (g[0].cost_per_hour, g[0].layout.gpus))
+    return [c for g in groups for c in g]
 
 
 def cheapest_per_gpu(cands: list[Candidate]) -> list[Candidate]:

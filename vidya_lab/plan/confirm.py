@@ -50,11 +50,13 @@ class Options:
 
 def simulate(candidate: Candidate, scenario: Scenario, opts: Options, *, utilisation: float,
              headroom: int, traffic_factor: float = 1.0, policy: str | None = None,
-             cached_prefix_tokens: int | None = None) -> dict:
+             cached_prefix_tokens: int | None = None, fidelity: str = "fleet") -> dict:
     """One simulated day of ``candidate``: the policy plans for the forecast, the day brings
     ``traffic_factor`` × the forecast. The policy sizes with the plan's prefix cache
     (``opts.cached_prefix_tokens``); the replicas run with ``cached_prefix_tokens`` (default the
-    same; 0 simulates a cache that is cold although the plan counted on it).
+    same; 0 simulates a cache that is cold although the plan counted on it). ``fidelity``
+    ``"fluid"`` runs chapter 6's fluid fleet instead of every request (for what needs only
+    attainment, replicas and cost; its distance from the request-level day is tested).
     Returns :func:`vidya_lab.autoscaling.simulate_day`'s dict."""
     forecast = day_curve(scenario, opts.day)
     actual = day_curve(scenario, opts.day, traffic_factor)
@@ -66,11 +68,13 @@ def simulate(candidate: Candidate, scenario: Scenario, opts: Options, *, utilisa
     lead = cold.total_s(rep) if isinstance(cold, autoscaling.ColdStart) else cold
     pol = autoscaling.make_policy(policy or opts.policy, planned, day=forecast, lead_s=lead,
                                   seed=opts.seed, utilisation=utilisation)
-    work = autoscaling.day_workload(actual, seed=opts.seed, scenario=scenario)
+    work = None if fidelity == "fluid" else autoscaling.day_workload(actual, seed=opts.seed,
+                                                                     scenario=scenario)
     return autoscaling.simulate_day(rep, day=actual, policy=pol, cold_start=cold, seed=opts.seed,
                                     dt_s=opts.dt_s, headroom=headroom,
                                     max_replicas=PLAN_MAX_REPLICAS, target=target(scenario),
-                                    model=model, workload=work, utilisation=utilisation)
+                                    model=model, workload=work, utilisation=utilisation,
+                                    fidelity=fidelity)
 
 
 def _model(rep, scenario: Scenario, cached: int):

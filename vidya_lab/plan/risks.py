@@ -3,6 +3,9 @@
 * traffic beyond the margin the plan survives (another +20 %): what breaks first;
 * the schedule forgotten: the 7 am rush under purely reactive scaling, with the cold start's parts;
 * the prefix cache cold (a replica that skipped its warm-up, or lost its cache): the day without it;
+
+(the last two run chapter 6's fluid fleet: they need only attainment, and it is a hundred times
+faster; the first runs every request, to say which target breaks first.)
 * on-demand capacity not there in the exam weeks (the burst the plan buys on demand);
 * the calibration: a GPU type whose efficiencies were fitted on few rows of its own, or none.
 """
@@ -66,7 +69,7 @@ def assess(cand: Candidate, scenario: Scenario, opts: Options, *, utilisation: f
     busy = simulate(cand, scenario, opts, utilisation=utilisation, headroom=spare,
                     traffic_factor=beyond)
     reactive = simulate(cand, scenario, opts, utilisation=utilisation, headroom=spare,
-                        policy="reactive")
+                        policy="reactive", fidelity="fluid")
     out = {"traffic_factor": beyond,
            "attainment_above_forecast": busy["summary"]["attainment"],
            "rush_attainment_above_forecast": busy["summary"]["rush_attainment"],
@@ -81,7 +84,7 @@ def assess(cand: Candidate, scenario: Scenario, opts: Options, *, utilisation: f
            "calibration": calibration_note(cand.replica())}
     if opts.cached_prefix_tokens > 0:
         cold = simulate(cand, scenario, opts, utilisation=utilisation, headroom=spare,
-                        cached_prefix_tokens=0)
+                        cached_prefix_tokens=0, fidelity="fluid")
         out["cold_cache_attainment"] = cold["summary"]["attainment"]
         out["cold_cache_rush_attainment"] = cold["summary"]["rush_attainment"]
     return out
