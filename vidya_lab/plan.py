@@ -66,6 +66,7 @@ class Candidate:
     gpu: str
     precision: str
     layout: layouts.Layout
+    calibration: sizing.Calibration | None = None   # None: the published one
 
     @property
     def cost_per_hour(self) -> float:
@@ -73,7 +74,7 @@ class Candidate:
 
     def replica(self) -> sizing.Replica:
         return sizing.Replica(self.layout.model, self.gpu, tp=self.layout.tp, pp=self.layout.pp,
-                              precision=self.precision)
+                              precision=self.precision, calibration=self.calibration)
 
     def as_dict(self) -> dict:
         return {"gpu": self.gpu, "precision": self.precision, **self.layout.as_dict()}
@@ -96,7 +97,8 @@ def _target(scenario: Scenario) -> slo.SLO:
 
 
 def candidates(scenario: Scenario = TANVI, *, gpu_ids=None, precisions=("bf16", "fp8"),
-               day: str = "exam", traffic_factor: float = 1.0) -> list[Candidate]:
+               day: str = "exam", traffic_factor: float = 1.0,
+               calibration: sizing.Calibration | None = None) -> list[Candidate]:
     """Every layout, on every GPU type × precision, that meets the targets at the peak; cheapest first.
 
     A GPU type without fp8 support (the A100) is skipped for fp8; a GPU type on which no layout meets
@@ -115,8 +117,10 @@ def candidates(scenario: Scenario = TANVI, *, gpu_ids=None, precisions=("bf16", 
             ranked = layouts.search_layouts(
                 scenario.model_id, gpu.id, peak_rps=peak, isl=scenario.prompt_tokens_mean,
                 osl=scenario.answer_tokens_mean, ttft_target_s=scenario.ttft_target_s,
-                tpot_target_s=scenario.tpot_target_s, precision=precision)
-            found += [Candidate(gpu.id, precision, lay) for lay in ranked if lay.meets_slo]
+                tpot_target_s=scenario.tpot_target_s, precision=precision,
+                calibration=calibration)
+            found += [Candidate(gpu.id, precision, lay, calibration) for lay in ranked
+                      if lay.meets_slo]
     return sorted(found, key=lambda c: (c.cost_per_hour, c.layout.gpus))
 
 
@@ -188,7 +192,7 @@ def _prefix_ttft(rep: sizing.Replica, scenario: Scenario, prefix_share: float) -
 def plan(scenario: Scenario = TANVI, *, gpu_ids=None, precisions=("bf16", "fp8"),
          day: str = "exam", policy: str = "scheduled", cold_start_s: float | None = None,
          prefix_share: float | None = None, seed: int = 0, dt_s: float = PLAN_DT_S,
-         risks: bool = True) -> dict:
+         risks: bool = True, calibration: sizing.Calibration | None = None) -> dict:
     """Plan the fleet for ``scenario`` (default: Tanvi's, exactly as the book states it).
 
     Parameters
@@ -206,6 +210,8 @@ def plan(scenario: Scenario = TANVI, *, gpu_ids=None, precisions=("bf16", "fp8")
     seed : the simulated day's random seed.
     dt_s : the fleet simulation's time step, seconds.
     risks : also simulate the risk scenarios (+20 % traffic; reactive scaling at the rush).
+    calibration : the cost model's :class:`~vidya_lab.sizing.Calibration` for every layout and
+        simulation (None: the published one; e.g. :func:`vidya_lab.sizing.load_calibration_file`).
 
     Returns
     -------
@@ -231,7 +237,8 @@ def plan(scenario: Scenario = TANVI, *, gpu_ids=None, precisions=("bf16", "fp8")
     v.check_fraction("prefix_share", share)
     v.check_real("dt_s", dt_s, minimum=0.1, maximum=60.0)
 
-    ranked = candidates(scenario, gpu_ids=gpu_ids, precisions=precisions, day=day)
+    ranked = candidates(scenario, gpu_ids=gpu_ids, precisions=precisions, day=day,
+                        calibration=calibration)
     if not ranked:
         raise ValueError(
             f"no layout of {scenario.model_id} on {', '.join(gpu_ids or scenario.candidate_gpu_ids)} "
