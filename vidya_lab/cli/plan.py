@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+import vidya_lab.cli._calibration as calibration_option
 from vidya_lab.cli import print_json
 
 
@@ -33,6 +34,7 @@ def register(sub) -> None:
     p.add_argument("--no-risks", action="store_true", help="skip the risk simulations")
     p.add_argument("--figure", metavar="PATH", help="write the one-page figure (.png or .svg)")
     p.add_argument("--json", action="store_true", help="print JSON")
+    calibration_option.add_option(p)
     p.set_defaults(func=run)
 
 
@@ -51,16 +53,19 @@ def run(args: argparse.Namespace) -> int:
     scenario = planner.what_if(**changes)
     gpu_ids = [g.strip() for g in args.gpus.split(",") if g.strip()] if args.gpus else None
     precisions = tuple(x.strip() for x in args.precisions.split(",") if x.strip())
+    cal = calibration_option.load(args)
     result = planner.plan(scenario, gpu_ids=gpu_ids, precisions=precisions, day=args.day,
                           policy=args.policy, cold_start_s=args.cold_start_s,
                           prefix_share=args.prefix_share, seed=args.seed,
-                          risks=not args.no_risks)
+                          risks=not args.no_risks, calibration=cal)
+    result["calibration"] = cal.name
     if args.figure:
         report.plan_figure(result, args.figure)
     if args.json:
         print_json(result)
     else:
         print(report.plan_table(result))
+        print(calibration_option.line(cal))
         if args.figure:
             print(f"\nfigure written to {args.figure}")
     return 0
