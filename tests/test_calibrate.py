@@ -24,6 +24,7 @@ step + pp·ceil(L/pp)·layer is seen), the compute efficiency of the precision n
 The simulator's TTFT leaves the front end's ``request_overhead_s`` out (it models the engine from
 the moment a request reaches the scheduler), so the client's view is produced here: each send
 time is the engine's arrival, and every later time is moved by the known request overhead.
+One test adds the client's own timing noise (each token delayed at random).
 """
 
 from __future__ import annotations
@@ -68,21 +69,30 @@ def _workloads(seed: int = 1) -> dict[str, Workload]:
     return {"light": light, "short": burst(128), "long": burst(3000), "sequential": sequential}
 
 
-def client_view(t: slo.Timelines, request_overhead_s: float) -> slo.Timelines:
+def client_view(t: slo.Timelines, request_overhead_s: float, jitter_s: float = 0.0,
+                seed: int = 7) -> slo.Timelines:
     """The timelines as the client saw them: each request reached the engine
-    ``request_overhead_s`` after it was sent, so every later time moves by that much."""
-    d = request_overhead_s
-    tokens = [t.token_times_s[t.token_offsets[i]:t.token_offsets[i + 1]] + d for i in range(len(t))]
+    ``request_overhead_s`` after it was sent, so every later time moves by that much; with
+    ``jitter_s``, each token reaches the client after a random delay of that spread (seconds,
+    Gaussian; kept in order)."""
+    rng = np.random.default_rng(seed)
+    tokens = []
+    for i in range(len(t)):
+        own_times = t.token_times_s[t.token_offsets[i]:t.token_offsets[i + 1]] + request_overhead_s
+        tokens.append(np.sort(own_times + rng.normal(0.0, jitter_s, own_times.size)))
+    done = t.finished
     return slo.Timelines.from_arrays(
-        arrival_s=t.arrival_s, first_token_s=t.first_token_s + d, finish_s=t.finish_s + d,
-        output_tokens=t.output_tokens, outcome=t.outcome, request_id=t.request_id,
-        token_times_s=tokens)
+        arrival_s=t.arrival_s, output_tokens=t.output_tokens, outcome=t.outcome,
+        first_token_s=[x[0] if ok else np.nan for x, ok in zip(tokens, done, strict=True)],
+        finish_s=[x[-1] if ok else np.nan for x, ok in zip(tokens, done, strict=True)],
+        request_id=t.request_id, token_times_s=tokens)
 
 
 def write_runs(fmt: str, folder: Path, runs=("light", "short", "long"),
-               calibration: sizing.Calibration | None = None) -> list[Path]:
-    """Simulate ``runs`` under ``calibration`` (default :func:`truth`) and write each in ``fmt``;
-    LLMPerf files get the summary LLMPerf writes beside them (its concurrency)."""
+               calibration: sizing.Calibration | None = None, jitter_s: float = 0.0) -> list[Path]:
+    """Simulate ``runs`` under ``calibration`` (default :func:`truth`) and write each in ``fmt``
+    as a client with ``jitter_s`` of delay noise saw it (:func:`client_view`); LLMPerf files get
+    the summary LLMPerf writes beside them (its concurrency)."""
     cal = truth() if calibration is None else calibration
     r = sizing.Replica(MODEL, GPU, calibration=cal)
     cfg = admission.SchedulerConfig(chunk_tokens=r.max_batched_tokens)
@@ -92,7 +102,7 @@ def write_runs(fmt: str, folder: Path, runs=("light", "short", "long"),
         w = work[name]
         res = admission.simulate(r, w, cfg)
         assert res.counts()["finished"] == len(w)
-        seen = client_view(res.timelines, cal.request_overhead_s)
+        seen = client_view(res.timelines, cal.request_overhead_s, jitter_s)
         prompts = w.prompt_tokens[res.timelines.request_id]
         if fmt == "llmperf":
             path = folder / f"{name}_individual_responses.json"
@@ -133,6 +143,17 @@ def test_round_trip_recovers_the_known_parameters(fmt, tmp_path):
     assert doc["rms_log_error"] < 1e-6  # the simulator IS the cost model: an exact fit exists
     assert {i["source_format"] for i in doc["inputs"]} == {fmt}
     assert set(doc["fit_error"]) == {"ttft_idle", "decode_step"}
+
+
+def test_client_jitter_of_half_a_millisecond_still_recovers_them(tmp_path):
+    """Each token reaches the client 0.5 ms (one sigma) early or late: a twentieth of a decode
+    step. The midpoint rule keeps counting the right batch, and the means average the noise."""
+    doc = own.calibrate(write_runs("stream-log", tmp_path, jitter_s=5e-4), MODEL, GPU)
+    got = fitted_coordinates(doc)
+    want = {**{k: TRUE[k] for k in got if k in TRUE}, "iteration_constant": TRUE_CONSTANT}
+    for name, value in want.items():
+        assert got[name] == pytest.approx(value, rel=0.05), name
+    assert 1e-4 < doc["rms_log_error"] < 0.02  # the noise shows in the fit error
 
 
 def test_one_at_a_time_runs_without_send_times_pin_all_but_the_per_sequence_cost(tmp_path):
