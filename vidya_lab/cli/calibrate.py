@@ -8,6 +8,12 @@ streaming logs, trace CSVs) and aggregate rows (a CSV in the columns of the publ
 measurements). Per-request timelines give decode step times at known batch sizes and the TTFT of
 requests that met an idle replica; aggregate rows give throughputs and latencies under load.
 
+What to run so that every parameter is pinned: a light load (a few requests/s, or one at a time)
+with prompts of several lengths, short and long, so most requests meet an idle replica (TTFT:
+prefill compute and the front end's cost); and a few dozen requests sent at once, with answers of
+different lengths, at a short and at a long prompt (as requests finish, decode steps are seen
+at every batch size, at two contexts: the per-sequence cost and the memory efficiency).
+
 Parameters the measurements cannot pin keep their published values and are listed with the
 reason. Files that constrain nothing are refused (exit status 2). The file written is what
 ``--calibration FILE`` of estimate, layouts, simulate, autoscale and plan reads. ``--json``
