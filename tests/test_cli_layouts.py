@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from vidya_lab import layouts
+from vidya_lab import layouts, sizing
 from vidya_lab.cli import main
 from vidya_lab.scenario import TANVI
 
@@ -25,6 +25,7 @@ def test_json_is_the_ranked_search(capsys):
     for g, w in zip(got, want, strict=True):
         assert list(g)[:10] == ["tp", "pp", "replicas", "gpus", "fits", "ttft_s", "tpot_s",
                                 "max_output_tokens_per_s", "cost_per_hour", "meets_slo"]
+        assert g.pop("calibration") == sizing.fitted_calibration().name  # issue 18
         assert g == pytest.approx(w.as_dict())
         assert g["fits"] is True and isinstance(g["meets_slo"], bool)
         assert g["gpus"] == g["tp"] * g["pp"] * g["replicas"]
@@ -38,13 +39,15 @@ def test_defaults_are_tanvis_scenario(capsys):
                                   tpot_target_s=TANVI.tpot_target_s)[:2]
     assert len(got) == 2
     for g, w in zip(got, want, strict=True):
+        assert g.pop("calibration") == sizing.fitted_calibration().name  # issue 18
         assert g == pytest.approx(w.as_dict())
 
 
 def test_table_and_links(capsys):
     assert main([*ARGS, "--gpu", "l40s", "--top", "3"]) == 0
     out = capsys.readouterr().out
-    assert "TP" in out and "$/hour" in out and len(out.strip().splitlines()) == 5
+    assert "TP" in out and "$/hour" in out and len(out.strip().splitlines()) == 6
+    assert out.splitlines()[1] == f"  calibration: {sizing.fitted_calibration().name}"
     slow = _json(capsys, [*ARGS, "--interconnect", "pcie4", "--json"])
     fast = _json(capsys, [*ARGS, "--json"])
     by = {(x["tp"], x["pp"]): x for x in fast}

@@ -20,7 +20,12 @@ from __future__ import annotations
 
 import argparse
 
+<<<<<<< HEAD
 from vidya_lab import autoscaling, layouts, sizing
+=======
+import vidya_lab.cli._calibration as calibration_option
+from vidya_lab import autoscaling, sizing
+>>>>>>> calibrate
 from vidya_lab.cli import UsageError, print_json
 from vidya_lab.scenario import TANVI
 
@@ -70,14 +75,22 @@ def register(subparsers) -> None:
     p.add_argument("--dt-s", type=float, default=5.0, help="simulation step, seconds (default 5)")
     p.add_argument("--seed", type=int, default=0, help="seed of the day's traffic (default 0)")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    calibration_option.add_option(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     cold = _cold_start(args.cold_start_s)
+<<<<<<< HEAD
     tp = args.tp if args.tp is not None else layouts.reference_tp(args.model, args.gpu,
                                                                   args.precision)
     rep = sizing.Replica(args.model, args.gpu, tp=tp, precision=args.precision)
+=======
+    tp = args.tp if args.tp is not None else autoscaling.smallest_tp(args.model, args.gpu,
+                                                                     precision=args.precision)
+    rep = sizing.Replica(args.model, args.gpu, tp=tp, precision=args.precision,
+                         calibration=calibration_option.load(args))
+>>>>>>> calibrate
     if args.min_replicas > args.max_replicas:
         raise UsageError(f"--min ({args.min_replicas}) must not exceed --max ({args.max_replicas})")
     day = autoscaling.simulate_day(rep, day=args.day, policy=args.policy, cold_start=cold,
@@ -89,8 +102,13 @@ def run(args) -> int:
     out["cold_start_parts_s"] = (autoscaling.ColdStart().parts_s(rep) if cold is None else None)
     out.update({"model": rep.model.id, "gpu": rep.gpu.id, "tp": rep.tp, "precision": rep.precision,
                 "day": args.day, "policy": args.policy, "seed": args.seed,
+<<<<<<< HEAD
                 "cached_prefix_tokens": args.cached_prefix_tokens,
                 "capacity_rps_per_replica": day["model"].capacity_rps()})
+=======
+                "capacity_rps_per_replica": day["model"].capacity_rps(),
+                "calibration": rep.calibration.name})
+>>>>>>> calibrate
     if args.json:
         print_json(out)
         return 0
@@ -106,4 +124,5 @@ def run(args) -> int:
     worst = [(h, a) for h, a in enumerate(out["per_hour_attainment"]) if a is not None]
     h, a = min(worst, key=lambda x: x[1])
     print(f"  worst hour   {h:02d}:00 with {a:.2%} attainment")
+    print(calibration_option.line(rep.calibration))
     return 0

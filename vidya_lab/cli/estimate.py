@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 
+import vidya_lab.cli._calibration as calibration_option
 from vidya_lab import sizing
 from vidya_lab.cli import RunFailed, print_json
 
@@ -32,13 +33,15 @@ def register(subparsers) -> None:
     p.add_argument("--memory-rule", default="vllm", choices=sizing.MEMORY_RULES,
                    help="how the KV budget is set: vllm (default) or trtllm")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    calibration_option.add_option(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     est = sizing.estimate(args.model, args.gpu, gpus=args.gpus, tp=args.tp, pp=args.pp,
                           precision=args.precision, kv_precision=args.kv_precision, isl=args.isl,
-                          osl=args.osl, batch=args.batch, memory_rule=args.memory_rule)
+                          osl=args.osl, batch=args.batch, memory_rule=args.memory_rule,
+                          calibration=calibration_option.load(args))
     if args.json:
         print_json(est)
     else:

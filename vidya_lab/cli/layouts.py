@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 
+import vidya_lab.cli._calibration as calibration_option
 from vidya_lab import layouts, sizing
 from vidya_lab.catalog import LINKS
 from vidya_lab.cli import print_json
@@ -54,25 +55,29 @@ def register(subparsers) -> None:
                    help="link between nodes (default infiniband-ndr): " + ", ".join(LINKS))
     p.add_argument("--top", type=int, default=None, help="show only the first N layouts")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    calibration_option.add_option(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    cal = calibration_option.load(args)
     ranked = layouts.search_layouts(
         args.model, args.gpu, peak_rps=args.peak_rps, isl=args.isl, osl=args.osl,
         ttft_target_s=args.ttft, tpot_target_s=args.tpot, precision=args.precision,
         kv_precision=args.kv_precision, memory_rule=args.memory_rule,
         utilisation=args.utilisation, max_gpus_per_replica=args.max_gpus_per_replica,
-        interconnect=args.interconnect, inter_node=args.inter_node)
+        interconnect=args.interconnect, inter_node=args.inter_node,
+        calibration=cal)
     if args.top is not None:
         if args.top < 1:
             raise ValueError(f"top must be an integer >= 1, got {args.top}")
         ranked = ranked[:args.top]
     if args.json:
-        print_json([x.as_dict() for x in ranked])
+        print_json([{**x.as_dict(), "calibration": cal.name} for x in ranked])
         return 0
     print(f"{args.model} ({args.precision}) on {args.gpu}: {args.peak_rps:g} requests/s, "
           f"isl={args.isl}, osl={args.osl}, targets TTFT {args.ttft:g} s, TPOT {args.tpot:g} s")
+    print(calibration_option.line(cal))
     if not ranked:
         print("  no layout fits within "
               f"{args.max_gpus_per_replica} GPUs per replica; try more GPUs or a smaller precision")

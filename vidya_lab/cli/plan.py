@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+import vidya_lab.cli._calibration as calibration_option
 from vidya_lab._validate import check_output_file
 from vidya_lab.cli import UsageError, print_json
 
@@ -40,6 +41,7 @@ def register(sub) -> None:
     p.add_argument("--no-risks", action="store_true", help="skip the risk simulations")
     p.add_argument("--figure", metavar="PATH", help="write the one-page figure (.png or .svg)")
     p.add_argument("--json", action="store_true", help="print JSON")
+    calibration_option.add_option(p)
     p.set_defaults(func=run)
 
 
@@ -62,17 +64,21 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--precisions must name at least one precision, e.g. bf16,fp8")
     if args.figure:  # checked before the work, not after it
         check_output_file("--figure", args.figure)
+    cal = calibration_option.load(args)
     result = planner.plan(scenario, gpu_ids=gpu_ids, precisions=precisions, day=args.day,
                           policy=args.policy, cold_start_s=args.cold_start_s,
                           prefix_share=args.prefix_share, seed=args.seed,
                           risks=not args.no_risks, count_prefix_cache=not args.no_prefix_cache,
-                          traffic_margin=args.traffic_margin, spot_share=args.spot_share)
+                          traffic_margin=args.traffic_margin, spot_share=args.spot_share,
+                          calibration=cal)
+    result["calibration"] = cal.name
     if args.figure:
         report.plan_figure(result, args.figure)
     if args.json:
         print_json(result)
     else:
         print(report.plan_table(result))
+        print(calibration_option.line(cal))
         if args.figure:
             print(f"\nfigure written to {args.figure}")
     return 0

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 
+import vidya_lab.cli._calibration as calibration_option
 from vidya_lab import admission, sizing
 from vidya_lab.cli import RunFailed, UsageError, print_json
 
@@ -68,13 +69,15 @@ def register(subparsers) -> None:
     p.add_argument("--drain", action="store_true", help="finish every request before stopping")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    calibration_option.add_option(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     if (args.upload_tokens is None) != (args.upload_at is None):
         raise UsageError("--upload-tokens and --upload-at go together: give both or neither")
-    r = sizing.Replica(args.model, args.gpu, tp=args.tp, pp=args.pp, precision=args.precision)
+    r = sizing.Replica(args.model, args.gpu, tp=args.tp, pp=args.pp, precision=args.precision,
+                       calibration=calibration_option.load(args))
     cfg = admission.SchedulerConfig(policy=args.policy, chunk_tokens=args.chunk,
                                     max_num_partial_prefills=args.partial_prefills,
                                     max_long_partial_prefills=args.long_partial_prefills,
@@ -98,6 +101,7 @@ def run(args) -> int:
     out = res.summary()
     out["rate_per_s"] = args.rate
     out["policy"] = args.policy
+    out["calibration"] = r.calibration.name
     if args.json:
         print_json(out)
         return 0
@@ -116,6 +120,7 @@ def run(args) -> int:
     print(f"  itl      {ms(itl['p50'])} {ms(itl['p99'])}   max {ms(itl['max'])} ms")
     print(f"  engine busy {out['busy_fraction']:.0%} of {out['simulated_s']:.1f} s simulated, "
           f"{out['iterations']} steps in {out['wall_s']:.2f} s wall")
+    print(calibration_option.line(r.calibration))
     return 0
 
 

@@ -33,6 +33,7 @@ from vidya_lab.sizing.efficiency import (
     Parameter,
     fitted_calibration,
     is_extrapolated,
+    load_calibration_file,
     timed_gpus,
 )
 from vidya_lab.sizing.engine import (
@@ -83,7 +84,7 @@ __all__ = [
     "cost_per_hour_usd", "cost_per_million_output_tokens", "critical_batch_size", "cycle",
     "decode_step_time_s", "decode_steps_time_s", "default_kv_precision", "engine_defaults",
     "estimate", "fitted_calibration", "get_gpu", "get_model", "gpus_for_peak_load", "is_extrapolated", "iteration_breakdown",
-    "iteration_time_s", "kv_bytes_per_token", "kv_rounding_waste_fraction",
+    "iteration_time_s", "kv_bytes_per_token", "kv_rounding_waste_fraction", "load_calibration_file",
     "max_concurrent_sequences", "memory_breakdown", "prefill_time_s", "prefill_work", "replica",
     "saturated_throughput", "slo_batch", "steady_tpot_s", "throughput_latency_curve",
     "timed_gpus", "ttft_s", "weights_bytes",

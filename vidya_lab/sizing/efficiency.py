@@ -210,3 +210,49 @@ def timed_gpus() -> dict[str, int]:
 def is_extrapolated(gpu_id: str) -> bool:
     """True when no published timing row of ``gpu_id`` backs the calibration."""
     return timed_gpus().get(gpu_id, 0) == 0
+
+
+#: Largest calibration file read, bytes (a document with its profiles is tens of kB).
+MAX_CALIBRATION_FILE_BYTES = 10_000_000
+#: Numeric keys every calibration file's ``parameters`` must hold (the rest default to empty).
+REQUIRED_KEYS = (*PARAMETERS, "memory_ceiling")
+
+
+def load_calibration_file(path) -> Calibration:
+    """A calibration from a JSON file: ``{"name": ..., "parameters": {...}}`` as written by
+    ``vidya-lab calibrate`` (or ``vidya_lab/data/calibration.json``).
+
+    Every parameter of :data:`PARAMETERS` and ``memory_ceiling`` must be there, each inside its
+    plausible range; ``gpu_scale`` and ``gpu_sequence_overhead_s`` are optional. Raises
+    ``FileNotFoundError``/``ValueError``/``TypeError`` with one line naming the file and the
+    problem (missing, not JSON, no parameters, a missing, unknown or out-of-range parameter).
+    """
+    p = v.check_input_file("calibration", path, max_bytes=MAX_CALIBRATION_FILE_BYTES)
+    try:
+        doc = json.loads(p.read_bytes().decode("utf-8-sig"))
+    except UnicodeDecodeError:
+        raise ValueError(f"calibration {p}: not a UTF-8 text file") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"calibration {p}: not JSON ({exc.msg} at line {exc.lineno}, column "
+                         f"{exc.colno})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("parameters"), dict):
+        raise ValueError(f"calibration {p}: missing the \"parameters\" object (expected "
+                         f"{{\"name\": ..., \"parameters\": {{...}}}})")
+    params = doc["parameters"]
+    missing = [k for k in REQUIRED_KEYS if k not in params]
+    if missing:
+        raise ValueError(f"calibration {p}: parameters lack {', '.join(missing)}")
+    for name, spec in PARAMETERS.items():
+        x = params[name]
+        if isinstance(x, bool) or not isinstance(x, int | float):
+            raise ValueError(f"calibration {p}: {name} must be a number, got {x!r}")
+        if not spec.low - 1e-12 * abs(spec.high) <= x <= spec.high * (1 + 1e-12):
+            raise ValueError(f"calibration {p}: {name} = {x:g} is outside its plausible range "
+                             f"[{spec.low:g}, {spec.high:g}] ({spec.unit})")
+    name = doc.get("name", p.name)
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"calibration {p}: \"name\" must be a non-empty string")
+    try:
+        return Calibration.from_parameters(params, name)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"calibration {p}: {exc}") from None
