@@ -20,12 +20,8 @@ from __future__ import annotations
 
 import argparse
 
-<<<<<<< HEAD
-from vidya_lab import autoscaling, layouts, sizing
-=======
 import vidya_lab.cli._calibration as calibration_option
-from vidya_lab import autoscaling, sizing
->>>>>>> calibrate
+from vidya_lab import autoscaling, layouts, sizing
 from vidya_lab.cli import UsageError, print_json
 from vidya_lab.scenario import TANVI
 
@@ -53,7 +49,7 @@ def register(subparsers) -> None:
     p.add_argument("--gpu", default=TANVI.candidate_gpu_ids[0],
                    help=f"GPU id (default {TANVI.candidate_gpu_ids[0]})")
     p.add_argument("--tp", type=int, default=None,
-                   help="tensor-parallel degree (default: the smallest that fits)")
+                   help="tensor-parallel degree (default: the book's, chapter 3's cheapest single-node layout)")
     p.add_argument("--precision", default="bf16", help="weights: fp16, bf16, fp8, int8, int4")
     p.add_argument("--day", default="exam", choices=autoscaling.DAYS, help="default exam")
     p.add_argument("--policy", default="reactive", choices=autoscaling.POLICIES,
@@ -81,16 +77,10 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     cold = _cold_start(args.cold_start_s)
-<<<<<<< HEAD
     tp = args.tp if args.tp is not None else layouts.reference_tp(args.model, args.gpu,
                                                                   args.precision)
-    rep = sizing.Replica(args.model, args.gpu, tp=tp, precision=args.precision)
-=======
-    tp = args.tp if args.tp is not None else autoscaling.smallest_tp(args.model, args.gpu,
-                                                                     precision=args.precision)
     rep = sizing.Replica(args.model, args.gpu, tp=tp, precision=args.precision,
                          calibration=calibration_option.load(args))
->>>>>>> calibrate
     if args.min_replicas > args.max_replicas:
         raise UsageError(f"--min ({args.min_replicas}) must not exceed --max ({args.max_replicas})")
     day = autoscaling.simulate_day(rep, day=args.day, policy=args.policy, cold_start=cold,
@@ -102,13 +92,9 @@ def run(args) -> int:
     out["cold_start_parts_s"] = (autoscaling.ColdStart().parts_s(rep) if cold is None else None)
     out.update({"model": rep.model.id, "gpu": rep.gpu.id, "tp": rep.tp, "precision": rep.precision,
                 "day": args.day, "policy": args.policy, "seed": args.seed,
-<<<<<<< HEAD
                 "cached_prefix_tokens": args.cached_prefix_tokens,
-                "capacity_rps_per_replica": day["model"].capacity_rps()})
-=======
                 "capacity_rps_per_replica": day["model"].capacity_rps(),
                 "calibration": rep.calibration.name})
->>>>>>> calibrate
     if args.json:
         print_json(out)
         return 0
