@@ -131,7 +131,9 @@ def test_plan_with_a_slower_calibration_rents_more(capsys, slow_file):
     assert slow["calibration"] == "slow engine (test)"
     assert published["calibration"] == sizing.fitted_calibration().name
     assert slow["gpus"] > published["gpus"]
-    assert slow["monthly_cost"] > published["monthly_cost"]
+    # at the peak, the cheapest layout the calculator finds costs more with a slower engine (the
+    # month's bill also depends on which layout each plan confirms and how it is bought)
+    assert slow["candidates"][0]["cost_per_hour"] > published["candidates"][0]["cost_per_hour"]
     assert {c["gpu"] for c in slow["candidates"]} == {GPU}
 
 

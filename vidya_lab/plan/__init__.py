@@ -54,6 +54,8 @@ DAYS_PER_MONTH = 30
 DEFAULT_TRAFFIC_MARGIN = 0.2
 #: Kept for readers of the earlier planner: the margin is now the confirmation's criterion.
 RISK_TRAFFIC_FACTOR = 1.0 + DEFAULT_TRAFFIC_MARGIN + EXTRA_BEYOND_MARGIN
+#: Longest cold start the planner takes, seconds (four hours: longer than any morning rush).
+MAX_COLD_START_S = 4 * 3600.0
 DAYS = autoscaling.DAYS
 POLICIES = autoscaling.POLICIES
 
@@ -78,9 +80,8 @@ def _check(scenario, day, policy, cold_start_s, dt_s, spot_share) -> None:
     get_model(scenario.model_id)
     v.check_choice("day", day, DAYS)
     v.check_choice("policy", policy, POLICIES)
-    if cold_start_s is not None:
-        v.check_real("cold_start_s", cold_start_s, minimum=0.0,
-                     maximum=autoscaling.MAX_START_S)
+    if cold_start_s is not None:  # a start longer than the rush makes autoscaling moot
+        v.check_real("cold_start_s", cold_start_s, minimum=0.0, maximum=MAX_COLD_START_S)
     v.check_real("dt_s", dt_s, minimum=0.1, maximum=60.0)
     v.check_fraction("spot_share", spot_share)
 

@@ -83,24 +83,37 @@ def steady_tpot_s(r: Replica, batch: float, isl: int, osl: int) -> float:
     return cycle(r, b, isl, osl)["step_s"]
 
 
-def saturated_throughput(r: Replica, isl: int, osl: int) -> dict:
+def _kv_limit(r: Replica, isl: int, osl: int, cached_tokens: int) -> int:
+    """Sequences of isl + osl tokens whose KV fits; with ``cached_tokens`` of every prompt shared
+    (one copy of the prefix's whole blocks for everyone, as a prefix cache keeps it)."""
+    if isl + osl > r.model.max_context_tokens:
+        return 0
+    if cached_tokens == 0:
+        return max_concurrent_sequences(r, isl + osl)
+    shared = cached_tokens // r.block_tokens
+    own = math.ceil((isl + osl) / r.block_tokens) - shared
+    return max(0, r.kv_blocks - shared) // own
+
+
+def saturated_throughput(r: Replica, isl: int, osl: int, cached_tokens: int = 0) -> dict:
     """Offline (saturated) output throughput of one replica with continuous batching.
 
-    Batch = min(KV-limited sequences of isl+osl tokens, ``max_num_seqs``), then :func:`cycle`.
+    Batch = min(KV-limited sequences of isl+osl tokens, ``max_num_seqs``), then :func:`cycle`;
+    ``cached_tokens`` of every prompt found in a prefix cache are neither prefilled nor stored per
+    sequence.
     Returns ``batch``, ``limited_by`` ("memory", "engine cap" or "token budget"), ``step_s`` (mean
     iteration), ``output_tokens_per_s`` (per replica), ``tpot_s`` and ``mixed_fraction``. Zero
     throughput when not even one sequence fits.
     """
     _as_replica(r)
     isl, osl = _lengths(isl, osl)
-    kv_limit = max_concurrent_sequences(r, min(isl + osl, r.model.max_context_tokens))
-    if isl + osl > r.model.max_context_tokens:
-        kv_limit = 0
+    k = v.check_int("cached_tokens", cached_tokens, minimum=0, maximum=isl - 1)
+    kv_limit = _kv_limit(r, isl, osl, k)
     batch = min(kv_limit, r.max_num_seqs)
     if batch < 1 or not r.weights_fit:
         return {"batch": 0, "limited_by": "memory", "step_s": math.inf,
                 "output_tokens_per_s": 0.0, "tpot_s": math.inf, "mixed_fraction": 0.0}
-    cyc = cycle(r, batch, isl, osl)
+    cyc = cycle(r, batch, isl, osl, k)
     limited = ("token budget" if cyc["budget_limited"]
                else "memory" if kv_limit < r.max_num_seqs else "engine cap")
     return {"batch": int(cyc["batch"]) if cyc["budget_limited"] else batch, "limited_by": limited,
@@ -113,7 +126,7 @@ def slo_batch(r: Replica, isl: int, osl: int, tpot_target_s: float | None,
     """The largest batch a replica may run at: saturated, and (if a target is given) with its steady
     mean TPOT at or under ``tpot_target_s`` (``cached_tokens`` of each prompt found in a prefix
     cache). 0 when nothing fits; a ``ValueError`` when even batch 1 misses the target."""
-    sat = saturated_throughput(r, isl, osl)
+    sat = saturated_throughput(r, isl, osl, cached_tokens)
     bmax = sat["batch"]
     if bmax < 1 or tpot_target_s is None:
         return bmax
