@@ -20,7 +20,7 @@ LEVELS = ("compute", "explain", "design")
 #: The 2026-practice topics of issue 17: MyST label -> chapter number it lives in.
 TOPICS = {
     "topic-benchmarking": 1,
-    "topic-prefix-routing": 4,
+    "topic-prefix-routing": 6,
     "topic-disaggregation": 5,
     "topic-kv-offload": 4,
     "topic-low-precision-and-speculation": 4,
