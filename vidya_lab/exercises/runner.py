@@ -115,6 +115,18 @@ async def _grade_functions(req: dict, nb, entry: dict, budget: Budget) -> dict:
             "function_errors": ks.errors[:5], "function_events": ks.events[:5]}
 
 
+def _strays() -> int:
+    """Kill whatever is still below this worker; count the processes a notebook left (not a
+    sandbox wrapper still exiting: those are given a moment to go)."""
+    stray = [p for p in procs.descendants(os.getpid()) if not is_kernel_process(p)]
+    if stray:
+        time.sleep(0.3)
+        alive = set(procs.descendants(os.getpid()))
+        stray = [p for p in stray if p in alive and procs.cmdline(p)]
+    procs.kill_tree(os.getpid())
+    return len(stray)
+
+
 def _reserve(entry: dict) -> float:
     """Seconds kept back from the cells for reading answers and grading functions."""
     n_fx = len(entry["functions"])
@@ -151,9 +163,7 @@ async def grade_one(req: dict) -> dict:
         fx = await _grade_functions(req, nb, entry, budget)
         result["leftovers"] += fx.pop("leftovers", 0)
         result.update(fx)
-    stray = [p for p in procs.descendants(os.getpid()) if not is_kernel_process(p)]
-    procs.kill_tree(os.getpid())
-    result["leftovers"] += len(stray)
+    result["leftovers"] += _strays()
     result["elapsed_s"] = round(time.monotonic() - t0, 2)
     return result
 
