@@ -457,3 +457,37 @@ def test_cli_refuses_before_any_work(tmp_path, capsys, monkeypatch):
     assert not (tmp_path / "s.csv").exists() and not (tmp_path / "r").exists()
     assert not (tmp_path / "s_feedback").exists()
 
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("level", ["process", sandbox.probe("auto")[0]])
+def test_a_kernel_leaves_no_key_on_disk_or_in_its_command_line(tmp_path, level):
+    import asyncio
+
+    from vidya_lab.exercises.kernel import KernelSession
+
+    template = sandbox.build_template(tmp_path / "t", key_modules=[], references=[],
+                                      block_references=False)
+    dirs = sandbox.KernelDirs(tmp_path / "k")
+    import shutil
+
+    shutil.copytree(template.root, dirs.pkg)
+    ks = KernelSession(dirs, level=level, originals={k: str(v) for k, v in
+                                                     template.originals.items()},
+                       python=sys.executable, n_cells=1, timeout_s=30)
+
+    async def run():
+        await ks.start()
+        try:
+            key = ks.client.km.session.key
+            assert await ks.execute("import vidya_lab, os\nx = vidya_lab.__file__", 0, 30) == "ok"
+            lines = [procs.cmdline(p) for p in [ks.root_pid, *procs.descendants(ks.root_pid)]]
+            files = [p for p in tmp_path.rglob("*") if p.is_file() and key in p.read_bytes()]
+            return key, lines, files
+        finally:
+            await ks.stop()
+
+    key, lines, files = asyncio.run(run())
+    assert len(key) >= 32 and files == []
+    assert not any(" -f " in line or ".json" in line for line in lines), lines
+    assert ks.leftovers == 0

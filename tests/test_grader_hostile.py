@@ -342,8 +342,27 @@ def test_on_one_account_honest_rows_survive_a_hostile_neighbour(released):
             "    h.write('\\nraise SystemExit(\"hacked\")\\n')")), 0),
         "dave/startup_file.ipynb": (H.add(s["dave"], (
             "import pathlib\nd = pathlib.Path.home() / '.ipython/profile_default/startup'\n"
-            "d.mkdir(parents=True, exist_ok=True)\n(d / '00-x.py').write_text('answer_7_2 = \"memory\"')"
-        ), at=2), 0),
+            "d.mkdir(parents=True, exist_ok=True)\n(d / '00-x.py').write_text("
+            "'get_ipython().events.register(\"post_run_cell\", lambda r: get_ipython().user_ns"
+            ".update(answer_7_2=\"memory\"))')"), at=2), 0),
+        "grace/blank_after_the_startup_file.ipynb": (s["grace"], 0),
+        "heidi/overwrites_zoe.ipynb": (H.add(s["heidi"], (
+            f"open({str(tmp / 'subs' / 'zoe' / 'own_work.ipynb')!r}, 'w').write('{{}}')")), 0),
+        "ivan/reference_code_clone.ipynb": (H.two_right(s["ivan"], (
+            "import types, fixture_exercises as fx\n"
+            "_c = types.FunctionType(fx.kv_bytes.__code__, fx.kv_bytes.__globals__)\n"
+            "def kv_bytes_per_token(*a):\n    return _c(*a)")), 2),
+        "ivan/reference_swapped.ipynb": (H.two_right(s["ivan"], (
+            "import fixture_exercises as fx\n_orig = fx.kv_bytes\nfx.kv_bytes = lambda *a: 0\n"
+            "def kv_bytes_per_token(*a):\n    return _orig(*a)")), 2),
+        "ivan/reference_reloaded.ipynb": (H.two_right(s["ivan"], (
+            "import importlib, fixture_exercises as fx\ndef kv_bytes_per_token(*a):\n"
+            "    return importlib.reload(fx).kv_bytes(*a)")), 2),
+        "ivan/reference_subprocess.ipynb": (H.two_right(s["ivan"], (
+            "import subprocess, sys\ndef kv_bytes_per_token(*a):\n"
+            "    out = subprocess.run([sys.executable, '-c', 'import fixture_exercises as f; "
+            "print(f.kv_bytes(*' + repr(a) + '))'], capture_output=True, text=True)\n"
+            "    return int(out.stdout)")), 2),
         "erin/stderr_spoof.ipynb": (H.add(H.honest(s["erin"]), (
             "import os\nfor fd in (1, 2):\n    try:\n"
             "        with open(f'/proc/{os.getppid()}/fd/{fd}', 'w') as f:\n"
