@@ -252,11 +252,16 @@ def test_function_cells_are_the_definition_and_what_it_needs():
                "def helper(x):\n    return np.sqrt(x) * K", None,
                "def f(a):\n    return helper(a)\ncheck('9.1', f)", "print(f(2))",
                "from vidya_lab.exercises import check"]
-    assert notebook.function_cells(sources, "f") == [0, 1, 3, 5, 7]
+    # what follows the definition in its cell (the check) is not needed to define it
+    assert notebook.function_cells(sources, "f") == [0, 1, 3, 5]
     assert notebook.function_cells(sources, "missing") == [0, 1, 2, 3, 5, 6, 7]
     dynamic = sources[:5] + ["exec('g = 1')", "def f(a):\n    return g"]
     assert 5 in notebook.function_cells(dynamic, "f")
-    assert notebook.function_cells(sources, "f", always={2}) == [0, 1, 2, 3, 5, 7]
+    assert notebook.function_cells(sources, "f", always={2}) == [0, 1, 2, 3, 5]
+    # what comes before the definition in its cell must run, so its needs count
+    before = ["def setup():\n    pass", "setup()\ndef f(a):\n    return a", "x = 1"]
+    assert notebook.function_cells(before, "f") == [0, 1]
+    assert notebook.function_cells(["def f(a, k=K):\n    return a", "K = 2"], "f") == [0, 1]
 
 
 # ----------------------------------------------------------------------------- the class's files

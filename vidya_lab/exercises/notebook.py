@@ -148,49 +148,65 @@ def _python(source: str) -> str | None:
         return None
 
 
-def cell_names(source: str) -> tuple[set[str], set[str], bool]:
-    """(names a cell binds, names it reads, whether it may bind names no parser can see)."""
+def _names_of(node) -> tuple[set[str], set[str], bool]:
+    """(names a statement binds, names it reads, whether it may bind names no parser can see)."""
+    binds, reads, dynamic = set(), set(), False
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name):
+            (reads if isinstance(sub.ctx, ast.Load) else binds).add(sub.id)
+        elif isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            binds.add(sub.name)
+        elif isinstance(sub, ast.Import | ast.ImportFrom):
+            for alias in sub.names:
+                dynamic = dynamic or alias.name == "*"
+                binds.add((alias.asname or alias.name).split(".")[0])
+        elif isinstance(sub, ast.Global | ast.Nonlocal):
+            binds.update(sub.names)
+        elif (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name)
+              and sub.func.id in ("exec", "eval", "globals", "setattr", "__import__", "vars")):
+            dynamic = True
+    return binds, reads, dynamic
+
+
+def cell_statements(source: str) -> list[tuple[set[str], set[str], bool]] | None:
+    """Per top-level statement of a cell: (binds, reads, dynamic); None if it does not parse."""
     code = _python(source)
     try:
         tree = ast.parse(code) if code is not None else None
     except (SyntaxError, ValueError, RecursionError):
-        tree = None
+        return None
     if tree is None:
-        return set(), set(), True
-    binds, reads, dynamic = set(), set(), bool(_DYNAMIC_MAGICS.search(code))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            (reads if isinstance(node.ctx, ast.Load) else binds).add(node.id)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            binds.add(node.name)
-        elif isinstance(node, ast.Import | ast.ImportFrom):
-            for alias in node.names:
-                if alias.name == "*":
-                    dynamic = True
-                binds.add((alias.asname or alias.name).split(".")[0])
-        elif isinstance(node, ast.Global | ast.Nonlocal):
-            binds.update(node.names)
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-              and node.func.id in ("exec", "eval", "globals", "setattr", "__import__", "vars")):
-            dynamic = True
-    return binds, reads, dynamic
+        return None
+    out = [_names_of(node) for node in tree.body]
+    if _DYNAMIC_MAGICS.search(code):
+        out.append((set(), set(), True))
+    return out
+
+
+def _needs(stmts, needed: set[str]) -> tuple[bool, set[str]]:
+    """Whether a cell binds a needed name (or may), and what its statements up to the last one that
+    does read: what comes after that statement cannot stop the needed names from being defined."""
+    if stmts is None:
+        return True, set()
+    last = max((i for i, (b, _, d) in enumerate(stmts) if d or b & needed), default=-1)
+    reads = set().union(*(r for _, r, _ in stmts[:last + 1])) if last >= 0 else set()
+    return last >= 0, reads
 
 
 def function_cells(sources: list[str | None], name: str, always: set[int] = frozenset()) -> list[int]:
     """Indices of the code cells (``None`` marks a non-code cell) a function ``name`` needs, in
     notebook order; every code cell if no cell visibly defines ``name``."""
-    info = {i: cell_names(s) for i, s in enumerate(sources) if s is not None and s.strip()}
-    if not any(name in binds for binds, _, _ in info.values()):
+    info = {i: cell_statements(s) for i, s in enumerate(sources) if s is not None and s.strip()}
+    if not any(st and any(name in b for b, _, _ in st) for st in info.values()):
         return sorted(info)
     chosen, needed = set(always) & set(info), {name}
-    for i in chosen:
-        needed |= info[i][1]
-    changed = True
-    while changed:
-        changed = False
-        for i, (binds, reads, dynamic) in info.items():
-            if i not in chosen and (dynamic or binds & needed):
+    while True:
+        grown = set(needed)
+        for i, stmts in info.items():
+            hit, reads = _needs(stmts, needed)
+            if hit or i in chosen:
                 chosen.add(i)
-                needed |= reads
-                changed = True
-    return sorted(chosen)
+                grown |= reads
+        if grown == needed:
+            return sorted(chosen)
+        needed = grown
