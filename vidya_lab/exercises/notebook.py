@@ -30,7 +30,7 @@ _RED_FLAGS = (
     (r"__code__|co_code|\.replace\(\s*co_|types\.(CodeType|FunctionType)", "rebuilds code objects"),
     (r"\bmarshal\b|\bdill\b|\bcloudpickle\b", "serialises code"),
     (r"importlib\.reload|\breload\(", "reloads modules"),
-    (r"/proc/|\bctypes\b|\bsys\.setprofile|\bsys\.settrace|\bgc\.get_(objects|referr)",
+    (r"/proc/|\bctypes\b|\bsys\.setprofile|\bsys\.settrace|\bgc\.get_(objects|referrers|referents)",
      "inspects the interpreter or other processes"),
     (r"\bos\.(kill|killpg|setsid|fork|setpgrp|daemon)|\bsignal\.SIGKILL|\bdaemon\s*=\s*True",
      "signals or detaches processes"),
