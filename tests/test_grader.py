@@ -492,7 +492,10 @@ def test_a_kernel_leaves_no_key_on_disk_or_in_its_command_line(tmp_path, level):
         finally:
             await ks.stop()
 
-    key, lines, files = asyncio.run(run())
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as ex:  # its own event loop, whatever loop this thread has
+        key, lines, files = ex.submit(asyncio.run, run()).result(timeout=300)
     assert len(key) >= 32 and files == []
     assert not any(" -f " in line or ".json" in line for line in lines), lines
     assert ks.leftovers == 0
