@@ -499,3 +499,11 @@ def test_a_kernel_leaves_no_key_on_disk_or_in_its_command_line(tmp_path, level):
     assert len(key) >= 32 and files == []
     assert not any(" -f " in line or ".json" in line for line in lines), lines
     assert ks.leftovers == 0
+
+
+def test_a_functions_locals_are_not_the_notebooks_names():
+    sources = ["tokens_per_s = heavy()", "def heavy():\n    return 1",
+               "def f(w, t, h):\n    tokens_per_s = w * t / 60 * h\n    return 1 / tokens_per_s\n"
+               "check('1.6', f)", "def g():\n    global G\n    G = 1", "def k(x):\n    return G + x"]
+    assert notebook.function_cells(sources, "f") == [2]
+    assert notebook.function_cells(sources, "k") == [3, 4]

@@ -148,13 +148,42 @@ def _python(source: str) -> str | None:
         return None
 
 
+_DYNAMIC_CALLS = ("exec", "eval", "globals", "setattr", "__import__", "vars")
+
+
 def _names_of(node) -> tuple[set[str], set[str], bool]:
-    """(names a statement binds, names it reads, whether it may bind names no parser can see)."""
+    """(names a statement binds, names it reads, whether it may bind names no parser can see).
+
+    Inside a function or lambda only its free names count as read (its parameters and locals are
+    not the notebook's names), but a name it declares ``global`` is bound."""
     binds, reads, dynamic = set(), set(), False
-    for sub in ast.walk(node):
+    todo = [node]
+    while todo:
+        sub = todo.pop()
+        if isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            if not isinstance(sub, ast.Lambda):
+                binds.add(sub.name)
+                todo.extend(sub.decorator_list)
+                todo.extend(x for x in (sub.returns,) if x is not None)
+            todo.extend(d for d in sub.args.defaults + sub.args.kw_defaults if d is not None)
+            inner_b, inner_r, inner_d = set(), set(), False
+            for stmt in (sub.body if isinstance(sub.body, list) else [sub.body]):
+                b, r, d = _names_of(stmt)
+                inner_b |= b
+                inner_r |= r
+                inner_d = inner_d or d
+            args = sub.args
+            params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+            params |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+            declared = {n for stmt in ast.walk(sub) if isinstance(stmt, ast.Global)
+                        for n in stmt.names}
+            binds |= declared
+            reads |= inner_r - ((inner_b | params) - declared)
+            dynamic = dynamic or inner_d
+            continue
         if isinstance(sub, ast.Name):
             (reads if isinstance(sub.ctx, ast.Load) else binds).add(sub.id)
-        elif isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        elif isinstance(sub, ast.ClassDef):
             binds.add(sub.name)
         elif isinstance(sub, ast.Import | ast.ImportFrom):
             for alias in sub.names:
@@ -163,8 +192,9 @@ def _names_of(node) -> tuple[set[str], set[str], bool]:
         elif isinstance(sub, ast.Global | ast.Nonlocal):
             binds.update(sub.names)
         elif (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name)
-              and sub.func.id in ("exec", "eval", "globals", "setattr", "__import__", "vars")):
+              and sub.func.id in _DYNAMIC_CALLS):
             dynamic = True
+        todo.extend(ast.iter_child_nodes(sub))
     return binds, reads, dynamic
 
 
