@@ -14,7 +14,8 @@ import nbformat
 import pytest
 
 from vidya_lab.cli import main
-from vidya_lab.exercises.grader import load_registry, registry_exercises_for
+from vidya_lab.exercises.givens import chapter_spec, draw_givens
+from vidya_lab.exercises.plan import load_registry, registry_exercises_for
 from vidya_lab.exercises.release import (
     chapter_files,
     chapter_problems,
@@ -31,7 +32,7 @@ CHAPTERS = FIXTURES / "chapters"
 @pytest.fixture()
 def fixture_registry(monkeypatch):
     monkeypatch.syspath_prepend(str(FIXTURES))
-    return registry_exercises_for("fixture_exercises")
+    return registry_exercises_for("fixture_key")
 
 
 GATED = """intro
@@ -120,7 +121,11 @@ def test_release_of_fixture_chapter(tmp_path, fixture_registry):
     assert manifest["total_points"] == 4
     assert [e["id"] for e in manifest["notebooks"][0]["exercises"]] == ["7.1", "7.2", "7.3"]
     assert "327680" not in (out / "manifest.json").read_text()
+    assert manifest["notebooks"][0]["exercises"][0]["per_student"] is True
     assert "07_fixture.ipynb" in (out / "README.md").read_text()
+    # without a roster every reader gets the book's numbers, recorded in the first code cell
+    assert code[0].endswith('use_givens(None, 7, {"n_layers": 80, "n_kv_heads": 8})')
+    assert "student" not in nb.metadata["vidya_lab"]
 
 
 def test_solutions_inside_the_release_folder_are_refused(tmp_path, fixture_registry):
@@ -146,7 +151,7 @@ def test_problems_are_reported():
 def test_cli_release(tmp_path, monkeypatch, capsys):
     monkeypatch.syspath_prepend(str(FIXTURES))
     rc = main(["release", str(tmp_path / "out"), "--chapters", str(CHAPTERS),
-               "--registry", "fixture_exercises", "--json"])
+               "--registry", "fixture_key", "--json"])
     assert rc == 0
     listed = json.loads(capsys.readouterr().out)
     assert listed[0]["exercises"] == ["7.1", "7.2", "7.3"] and listed[0]["problems"] == []
@@ -178,3 +183,46 @@ def test_a_name_only_a_solution_defines_is_reported():
         "a NameError"]
     # a name the released cells define themselves, and the answer variable, are fine
     assert solution_dependencies(full + ["ratio = 1"], student + ["ratio = 1"], []) == []
+
+
+def test_release_per_student(tmp_path, fixture_registry, capsys):
+    secret = tmp_path / "class.secret"
+    released = release(tmp_path / "out", chapters_dir=CHAPTERS, exercises_for=fixture_registry,
+                       solutions_dir=tmp_path / "sol", roster=["alice", "bob"], secret_file=secret)
+    assert released[0].problems == []
+    assert "wrote a new class secret" in capsys.readouterr().err
+    assert secret.stat().st_mode & 0o077 == 0  # readable by its owner only
+    spec = chapter_spec(fixture_registry(7))
+    seen = []
+    for student in ("alice", "bob"):
+        for folder in ("out", "sol"):
+            nb = nbformat.read(str(tmp_path / folder / student / "07_fixture.ipynb"), as_version=4)
+            assert nb.metadata["vidya_lab"]["student"] == student
+            assert nb.metadata["vidya_lab"]["givens_issued"] is True
+            first = next(c for c in nb.cells if c.cell_type == "code")
+            assert first.metadata["vidya_lab"]["role"] == "givens"
+            values = json.loads(re.search(r"use_givens\('\w+', 7, (\{.*\})\)", first.source)[1])
+            assert values == draw_givens(spec, secret.read_bytes().strip(), student, 7)
+        seen.append(values)
+    assert seen[0] != seen[1]
+    assert not (tmp_path / "out" / "07_fixture.ipynb").exists()
+    # the same secret again: the same numbers (a re-release changes nothing)
+    release(tmp_path / "again", chapters_dir=CHAPTERS, exercises_for=fixture_registry,
+            roster=["alice"], secret_file=secret)
+    again = nbformat.read(str(tmp_path / "again" / "alice" / "07_fixture.ipynb"), as_version=4)
+    assert json.dumps(seen[0]) in next(c for c in again.cells if c.cell_type == "code").source
+
+
+def test_a_roster_needs_a_secret(tmp_path, fixture_registry):
+    with pytest.raises(ValueError, match="--secret-file"):
+        release(tmp_path / "out", chapters_dir=CHAPTERS, exercises_for=fixture_registry,
+                roster=["alice"])
+
+
+def test_an_exercise_with_givens_must_show_them():
+    ex = next(e for e in load_registry(None).exercises if e.givens)
+    problems = chapter_problems([f"{ex.answer_name} = ..."], [ex], ex.chapter, "")
+    assert any("my_givens" in p for p in problems)
+    shown = chapter_problems([f'my_givens("{ex.id}")\n{ex.answer_name} = ...'], [ex],
+                             ex.chapter, "")
+    assert not any("my_givens" in p for p in shown)

@@ -1,25 +1,29 @@
-"""The exercise registry and the inline check every chapter uses.
+"""What an exercise is, and how one answer is judged: :class:`Exercise`, :class:`Mistake`, :func:`judge`.
 
-An :class:`Exercise` is defined once, in ``vidya_lab/exercises/chNN.py``. Three things read it:
+An exercise is defined once, in the answer key ``vidya_lab/exercises/key/chNN.py`` (see the package
+docstring for how to write one of each kind). Three things read it:
 
-* :func:`check` — the reader's immediate feedback in the notebook: prints ✅ or ❌ with a hint,
-  "not answered yet" for the ``...`` placeholder, and never raises (the book build keeps executing);
-* ``vidya-lab release`` — knows the answer variable of each exercise;
-* ``vidya-lab grade`` — reads each student's answer out of their kernel as JSON and compares it, in
-  the grader's own process, with :meth:`Exercise.expected_value` and, for functions, hidden cases.
+* :func:`vidya_lab.exercises.check` — the reader's immediate feedback in the notebook;
+* ``vidya-lab release`` — the answer variable of each exercise and the student's own numbers;
+* ``vidya-lab grade`` — compares each student's answer, in the grader's own process, with
+  :func:`solve` for that student's givens and, for functions, with hidden cases.
 
-Hints point at the likely mistake: a :class:`Mistake` computes the value a reader who made that
-mistake would get (a forgotten factor 2, query heads instead of KV heads, GB for GiB …); a unit slip
-(factor 1e3, 1e6, 1e9 and their inverses) and GB↔GiB are recognised for every numeric exercise.
+An exercise's answer is a function of its **givens** ``g`` (a mapping of the numbers the student was
+given: the book's own by default, a student's own when the instructor issues them, see
+:mod:`vidya_lab.exercises.givens`). Hints point at the likely mistake: a :class:`Mistake` computes the
+value a reader who made that mistake would get, from the same givens; a unit slip (factor 1e3, 1e6,
+1e9 and their inverses) and GB↔GiB are recognised for every numeric exercise.
 """
 
 from __future__ import annotations
 
-import importlib
 import math
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from .givens import Given
 
 GIB_PER_GB = 1e9 / 2**30
 
@@ -39,12 +43,16 @@ UNIT_SLIPS: tuple[tuple[float, str], ...] = (
     (0.01, "100× too small: a fraction where a percentage was asked?"),
 )
 
+KINDS = {"number", "integer", "choice", "bool", "function"}
+_ID = re.compile(r"^[1-9][0-9]?\.[1-9][0-9]?$")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
 
 @dataclass(frozen=True)
 class Mistake:
-    """A common wrong path: ``value()`` is what a reader who took it would answer."""
+    """A common wrong path: ``value(g)`` is what a reader who took it would answer, for givens ``g``."""
 
-    value: Callable[[], float]
+    value: Callable[[Mapping[str, Any]], float]
     hint: str
 
 
@@ -56,38 +64,64 @@ class Exercise:
     ----------
     id : "chapter.number", e.g. ``"2.1"``.
     prompt : one line saying what is asked (the notebook holds the full text).
-    expected : a zero-argument function that computes the right answer from the package.
-        For ``kind="function"`` it returns the reference function instead.
+    answer : ``g -> the right answer`` for givens ``g`` (every kind except ``"function"``).
     kind : ``"number"`` (a float compared with ``rel_tol``), ``"integer"`` (exact),
         ``"choice"`` (a string compared case-insensitively), ``"bool"``, or ``"function"``
-        (the reader writes a function, tested on ``cases``).
+        (the reader writes a function, tested on ``cases`` and on hidden ones).
     unit : what the answer is in, shown in feedback ("bytes", "s", "tokens/s").
-    rel_tol : relative tolerance for ``kind="number"``.
+    rel_tol : relative tolerance for ``kind="number"`` (and for a function's outputs).
     mistakes : common wrong answers with the hint for each.
     hint : shown when the answer is wrong in none of the recognised ways.
     cases : for ``kind="function"``: public argument tuples the inline check tries.
-        The grader has hidden cases of its own.
+    reference : for ``kind="function"``: the package's own implementation, a plain ``def`` at the
+        top level of a module (or a method of a top-level class). The grader grades the student's
+        function in a kernel where this function's code does not exist.
     answer_name : the notebook variable (or function) holding the answer;
         default ``answer_<chapter>_<number>``.
     points : marks for a right answer.
+    choices : for ``kind="choice"``: the allowed answers.
+    givens : the numbers this exercise depends on, ``{name: Given}`` (see
+        :mod:`vidya_lab.exercises.givens`); empty: the same answer for everyone.
     """
 
     id: str
     prompt: str
-    expected: Callable[[], Any]
+    answer: Callable[[Mapping[str, Any]], Any] | None = None
     kind: str = "number"
     unit: str = ""
     rel_tol: float = 0.01
     mistakes: tuple[Mistake, ...] = ()
     hint: str = "re-read the question and check each factor and unit"
     cases: tuple[tuple, ...] = ()
+    reference: Callable | None = None
     answer_name: str = ""
     points: int = 1
-    choices: tuple[str, ...] = field(default_factory=tuple)
+    choices: tuple[str, ...] = ()
+    givens: Mapping[str, Given] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not _ID.match(self.id):
+            raise ValueError(f"id must look like '2.1' (chapter.number), got {self.id!r}")
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {sorted(KINDS)}, got {self.kind!r}")
+        if self.kind == "function":
+            if not callable(self.reference) or self.answer is not None:
+                raise ValueError(f"exercise {self.id}: a function exercise gives reference= "
+                                 "(the package's implementation), not answer=")
+            if not self.cases:
+                raise ValueError(f"exercise {self.id}: a function exercise needs public cases")
+        elif not callable(self.answer):
+            raise ValueError(f"exercise {self.id}: answer must be a function of the givens, "
+                             "g -> the right answer")
+        if type(self.points) is not int or self.points < 1:
+            raise ValueError(f"exercise {self.id}: points must be an integer >= 1, got {self.points!r}")
+        if not 0 <= self.rel_tol < 1:
+            raise ValueError(f"exercise {self.id}: rel_tol must be in [0, 1), got {self.rel_tol}")
+        for name, given in self.givens.items():
+            if not _NAME.match(str(name)) or not isinstance(given, Given):
+                raise ValueError(f"exercise {self.id}: givens must map identifiers to Given "
+                                 f"objects (Seed, Pick, Between), got {name!r}: {given!r}")
+        object.__setattr__(self, "givens", dict(self.givens))
         if not self.answer_name:
             object.__setattr__(self, "answer_name", "answer_" + self.id.replace(".", "_"))
 
@@ -95,11 +129,28 @@ class Exercise:
     def chapter(self) -> int:
         return int(self.id.split(".")[0])
 
-    def expected_value(self) -> Any:
-        return self.expected()
+    def default_givens(self) -> dict[str, Any]:
+        """The book's own numbers for this exercise."""
+        return {name: given.default for name, given in self.givens.items()}
+
+    def resolve_givens(self, givens: Mapping[str, Any] | None) -> dict[str, Any]:
+        """This exercise's givens: the defaults, overridden by the entries of ``givens`` it uses."""
+        g = self.default_givens()
+        for name in g:
+            if givens and name in givens:
+                g[name] = givens[name]
+        return g
 
 
-KINDS = {"number", "integer", "choice", "bool", "function"}
+def solve(ex: Exercise, givens: Mapping[str, Any] | None = None) -> Any:
+    """The right answer of ``ex`` for ``givens`` (the reference function for a function exercise).
+
+    For the grader and the tests: a notebook being graded cannot call it (the answer key is not
+    installed in its kernel).
+    """
+    if ex.kind == "function":
+        return ex.reference
+    return ex.answer(ex.resolve_givens(givens))
 
 
 @dataclass(frozen=True)
@@ -114,13 +165,19 @@ class Verdict:
         return self.status == "right"
 
 
-def _close(a: float, b: float, rel_tol: float) -> bool:
-    if b == 0:
-        return abs(a) <= rel_tol
-    return abs(a - b) <= rel_tol * abs(b)
+def close(a: float, b: float, rel_tol: float) -> bool:
+    """``a`` within ``rel_tol`` of ``b`` (absolute ``rel_tol`` when ``b`` is 0); False for inf/NaN."""
+    try:
+        if not (math.isfinite(a) and math.isfinite(b)):
+            return False
+        if b == 0:
+            return abs(a) <= rel_tol
+        return abs(a - b) <= rel_tol * abs(b)
+    except (OverflowError, TypeError, ValueError):
+        return False
 
 
-def _as_float(answer: Any) -> float | None:
+def as_float(answer: Any) -> float | None:
     """A plain float from an int/float/numpy scalar; None for anything else (no __eq__ tricks)."""
     if isinstance(answer, bool):
         return None
@@ -129,35 +186,38 @@ def _as_float(answer: Any) -> float | None:
 
         if isinstance(answer, np.generic) and np.issubdtype(type(answer), np.number):
             return float(answer)
-    except Exception:  # pragma: no cover - numpy is a dependency
-        pass
+    except Exception:  # pragma: no cover - numpy is a dependency; a hostile scalar is no number
+        return None
     if type(answer) in (int, float):
-        return float(answer)
+        try:
+            return float(answer)
+        except OverflowError:  # an int beyond float range
+            return None
     return None
 
 
-def judge_number(answer: Any, expected: float, ex: Exercise) -> Verdict:
+def judge_number(answer: Any, expected: float, ex: Exercise, g: Mapping[str, Any]) -> Verdict:
     """Compare a numeric answer; recognise the exercise's mistakes and unit slips."""
-    value = _as_float(answer)
+    value = as_float(answer)
     unit = f" {ex.unit}" if ex.unit else ""
     if value is None or not math.isfinite(value):
         return Verdict("wrong", f"expected a finite number{unit}, got {type(answer).__name__}")
     if ex.kind == "integer":
         if value == expected:
             return Verdict("right", f"{_fmt(value)}{unit}")
-    elif _close(value, float(expected), ex.rel_tol):
+    elif close(value, float(expected), ex.rel_tol):
         return Verdict("right", f"{_fmt(value)}{unit} (within {ex.rel_tol:.0%})")
     for mistake in ex.mistakes:
         try:
-            wrong = float(mistake.value())
+            wrong = float(mistake.value(g))
         except Exception:  # a broken mistake must not break the check
             continue
-        if _close(value, wrong, max(ex.rel_tol, 1e-9)):
+        if close(value, wrong, max(ex.rel_tol, 1e-9)):
             return Verdict("wrong", mistake.hint)
     if expected != 0:
         ratio = value / float(expected)
         for factor, hint in UNIT_SLIPS:
-            if _close(ratio, factor, max(ex.rel_tol, 0.005)):
+            if close(ratio, factor, max(ex.rel_tol, 0.005)):
                 return Verdict("wrong", hint)
     return Verdict("wrong", ex.hint)
 
@@ -172,84 +232,41 @@ def judge_function(func: Any, reference: Callable, cases: Sequence[tuple], ex: E
             got = func(*args)
         except Exception as exc:  # the reader's code may raise anything
             return Verdict("wrong", f"{ex.answer_name}{args} raised {type(exc).__name__}: {exc}")
-        got_f = _as_float(got)
-        if got_f is None or not _close(got_f, float(want), ex.rel_tol):
+        got_f = as_float(got)
+        if got_f is None or not close(got_f, float(want), ex.rel_tol):
             return Verdict("wrong", f"{ex.answer_name}{args} returned {got!r}; {ex.hint}")
     return Verdict("right", f"{ex.answer_name} agrees on {len(cases)} cases")
 
 
-def judge(ex: Exercise, answer: Any) -> Verdict:
-    """Judge ``answer`` for ``ex`` in this process. Never raises."""
+def judge_choice(answer: Any, expected: Any, ex: Exercise) -> Verdict:
+    """A string answer, compared case-insensitively (``kind="choice"``) or a strict bool."""
+    if ex.kind == "bool":
+        if isinstance(answer, bool) and answer == bool(expected):
+            return Verdict("right", str(answer))
+        return Verdict("wrong", ex.hint)
+    if isinstance(answer, str) and answer.strip().lower() == str(expected).strip().lower():
+        return Verdict("right", answer)
+    if ex.choices and not (isinstance(answer, str) and answer.strip().lower()
+                           in {c.lower() for c in ex.choices}):
+        return Verdict("wrong", "answer with one of: " + ", ".join(repr(c) for c in ex.choices))
+    return Verdict("wrong", ex.hint)
+
+
+def judge(ex: Exercise, answer: Any, givens: Mapping[str, Any] | None = None) -> Verdict:
+    """Judge ``answer`` for ``ex`` with ``givens`` (default: the book's), in this process. Never raises."""
     try:
         if answer is Ellipsis:
             return Verdict("unanswered", "not answered yet: replace ... with your answer")
         if ex.kind == "function":
-            return judge_function(answer, ex.expected_value(), ex.cases, ex)
-        expected = ex.expected_value()
+            return judge_function(answer, ex.reference, ex.cases, ex)
+        g = ex.resolve_givens(givens)
+        expected = ex.answer(g)
         if ex.kind in ("number", "integer"):
-            return judge_number(answer, expected, ex)
-        if ex.kind == "bool":
-            if isinstance(answer, bool) and answer == bool(expected):
-                return Verdict("right", str(answer))
-            return Verdict("wrong", ex.hint)
-        # choice
-        if isinstance(answer, str) and answer.strip().lower() == str(expected).strip().lower():
-            return Verdict("right", answer)
-        if ex.choices and not (isinstance(answer, str) and answer.strip().lower()
-                               in {c.lower() for c in ex.choices}):
-            return Verdict("wrong", "answer with one of: " + ", ".join(repr(c) for c in ex.choices))
-        return Verdict("wrong", ex.hint)
+            return judge_number(answer, expected, ex, g)
+        return judge_choice(answer, expected, ex)
     except Exception as exc:  # never break the book build
         return Verdict("wrong", f"could not check this answer ({type(exc).__name__}: {exc})")
 
 
 def _fmt(value: float) -> str:
     return f"{value:,.6g}" if abs(value) < 1e15 else f"{value:.4e}"
-
-
-# ----------------------------------------------------------------------------- registry
-
-def chapter_exercises(chapter: int) -> list[Exercise]:
-    """The exercises of one chapter, in order; [] for a chapter that has none yet."""
-    try:
-        module = importlib.import_module(f"vidya_lab.exercises.ch{chapter:02d}")
-    except ModuleNotFoundError as exc:
-        if exc.name == f"vidya_lab.exercises.ch{chapter:02d}":
-            return []
-        raise
-    return list(module.EXERCISES)
-
-
-def all_exercises() -> list[Exercise]:
-    """Every registered exercise, chapters 1 to 6 in order."""
-    return [ex for ch in range(1, 7) for ex in chapter_exercises(ch)]
-
-
-def get_exercise(exercise_id: str) -> Exercise:
-    """Look an exercise up by id ("2.1"); a clear ``KeyError`` lists the known ids."""
-    try:
-        chapter = int(str(exercise_id).split(".")[0])
-    except ValueError:
-        raise KeyError(f"exercise id must look like '2.1', got {exercise_id!r}") from None
-    for ex in chapter_exercises(chapter):
-        if ex.id == exercise_id:
-            return ex
-    known = ", ".join(e.id for e in chapter_exercises(chapter)) or "none"
-    raise KeyError(f"unknown exercise {exercise_id!r}; chapter {chapter} has: {known}")
-
-
-def check(exercise_id: str, answer: Any) -> None:
-    """Print ✅/❌ and a hint for the reader's ``answer``. Never raises.
-
-    Returns None on purpose: the check is the last line of an answer cell, and a returned bool would
-    be echoed under the feedback. Code that needs the verdict calls :func:`judge`.
-    """
-    try:
-        ex = get_exercise(exercise_id)
-    except Exception as exc:
-        print(f"❌ exercise {exercise_id}: {exc}")
-        return None
-    verdict = judge(ex, answer)
-    mark = {"right": "✅", "wrong": "❌", "unanswered": "⏳"}[verdict.status]
-    print(f"{mark} exercise {ex.id}: {verdict.message}")
-    return None

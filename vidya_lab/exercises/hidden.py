@@ -8,12 +8,14 @@ cases stored in the package. It grades a student's function on
 * cases from an instructor's file (``vidya-lab grade --cases FILE``), kept wherever students cannot
   read it, and
 * cases drawn afresh at grading time from the public ones: every number is perturbed (integers to
-  a value between half and twice theirs, reals scaled by a factor in [0.5, 2]) with a seed chosen when
-  grading starts (``--seed`` reproduces a run). A case is kept only if the reference implementation
-  accepts it and returns a finite answer.
+  a value between half and twice theirs, reals scaled by a factor in [0.5, 2]) with 128 random bits
+  from the operating system, drawn when grading starts and never printed or written anywhere a
+  kernel could read them. A case is kept only if the reference implementation accepts it and returns
+  a finite answer.
 
-The student's kernel sees these inputs only when its function is called, after the whole notebook
-has run; the expected outputs are computed only in the grader's process.
+The student's function sees these inputs only when it is called, in a second kernel after the
+notebook has run, and without the reference implementation; the expected outputs are computed only
+in the grader's process.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+MAX_CASE_FILE_BYTES = 16 * 2**20
 
 
 def encode_args(value: Any) -> Any:
@@ -78,10 +82,14 @@ def usable_output(value: Any) -> bool:
 def load_case_file(path: str | Path) -> dict[str, list[tuple]]:
     """Read ``{"2.3": [[arg, ...], ...], ...}``: an instructor's own grading cases (``-``: stdin)."""
     if str(path) == "-":  # from stdin: nothing left on disk for a notebook to read
-        text, path = sys.stdin.read(), Path("-")
+        text, path = sys.stdin.read(MAX_CASE_FILE_BYTES + 1), Path("-")
     else:
-        path = Path(path)
-        text = path.read_text(encoding="utf-8")
+        from vidya_lab._validate import check_input_file
+
+        path = check_input_file("--cases", path, max_bytes=MAX_CASE_FILE_BYTES)
+        text = path.read_text(encoding="utf-8", errors="replace")
+    if len(text) > MAX_CASE_FILE_BYTES:
+        raise ValueError(f"--cases: more than {MAX_CASE_FILE_BYTES:,} characters")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

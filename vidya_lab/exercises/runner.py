@@ -1,476 +1,176 @@
-"""Run ONE submitted notebook in its own kernel and read the student's answers back as JSON.
+"""Grade ONE submission in sandboxed kernels and report what happened (``python -m`` this module).
 
-This is the worker ``vidya-lab grade`` starts once per submission, as its own process
-(``python -m vidya_lab.exercises.runner - NOTEBOOK RESULT``, the spec on stdin), so that nothing a notebook does
-can take the grading run down with it. It never scores: it reports what happened (cell errors,
-timeouts, kernel deaths) and the student's raw answers, and the grader compares them with the expected
-answers in its own process.
+This is the worker ``vidya-lab grade`` starts once per submission, as its own process, so that
+nothing a notebook does can take the grading run down with it. The request comes on standard input
+(a JSON object, then EOF); the report goes to standard output as one line ``VIDYA-RESULT <token>
+<json>``, where the token is a random string from the request (standard error is a log the grader
+never parses, so nothing written there can change a row). The worker makes itself non-dumpable (no
+process of the account can read its memory or file descriptors) and a child subreaper (every process
+a kernel starts, detached or not, stays below it and is killed with it).
 
-What it trusts from the kernel: JSON primitives written to a file, and nothing else. Answers are
-encoded in the kernel by exact type (``int``, ``float``, ``bool``, ``str``, ``None``, numpy scalars):
-an object with a doctored ``__eq__`` or ``__float__`` is reported by its type name and scores nothing.
-Before the student's functions are called on the grading cases, the package's reference
-implementations are disabled inside the kernel (their ``__code__`` replaced by one that raises), so a
-function that calls the reference, or a reference captured earlier, earns nothing.
+It never scores. It runs the notebook top to bottom in a first kernel (the package copy without the
+answer key), reads the answer variables back as JSON, and stops that kernel and everything it
+started. For function exercises it starts a second kernel, whose package copy has the reference
+implementations' bodies replaced by ``raise``, runs again only the cells the student's function
+needs (:func:`vidya_lab.exercises.notebook.function_cells`), and calls the function on the grading
+cases. All within ``budget_s`` (``--notebook-timeout``): reading, kernels, cells and answers.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
-import re
-import subprocess
+import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-MAX_NOTEBOOK_BYTES = 64 * 2**20     # a bigger file is not a notebook a student wrote
-MAX_ANSWER_FILE_BYTES = 4 * 2**20   # the kernel's JSON report is read up to this size
-MAX_STR_CHARS = 2000                # longer string answers are reported as too long
-MAX_ERRORS = 20                     # cell errors kept for the feedback
-MAX_RESTARTS = 3                    # kernel restarts after a death or an uninterruptible cell
-GRACE_S = 5.0                       # time an interrupted kernel gets to become responsive again
+from . import procs
+from .kernel import KernelSession, is_kernel_process
+from .kernel_code import FUNCTION, VALUES, kernel_code, valid_encoded
+from .notebook import detect_chapter, function_cells, read_submission, red_flags, student_of
+from .sandbox import KernelDirs
 
-#: Runs in the student's kernel. Encodes a value as JSON by exact type; never calls ``==`` on it.
-_ENCODE = r'''
-def _vidya_encode(v, _max_str=%(max_str)d):
-    import sys as _sys
+MAX_REPORT_BYTES = 4 * 2**20        # the kernel's JSON report is read up to this size
+ASK_S = 20.0                        # the most one request to a kernel may take
+RESULT_TAG = "VIDYA-RESULT"
+
+
+class Budget:
+    """The seconds left of one submission's ``--notebook-timeout``."""
+
+    def __init__(self, seconds: float):
+        self.end = time.monotonic() + seconds
+
+    def left(self, reserve: float = 0.0) -> float:
+        return self.end - reserve - time.monotonic()
+
+
+def _session(req: dict, name: str, template: str, n_cells: int) -> KernelSession:
+    dirs = KernelDirs(Path(req["job_dir"]) / name)
+    shutil.copytree(template, dirs.pkg)
+    (dirs.base / "report").mkdir(mode=0o700)
+    return KernelSession(dirs, level=req["level"], originals=req["originals"],
+                         python=req["python"], n_cells=n_cells, timeout_s=req["timeout_s"],
+                         memory_limit_bytes=int(req.get("memory_limit_bytes") or 0),
+                         kernel_name=req.get("kernel", "python3"))
+
+
+async def _run_notebook(req: dict, nb, entry: dict, budget: Budget, reserve: float) -> dict:
+    """First kernel: every cell, then the answer variables."""
+    out: dict = {"values": None, "values_problem": None}
+    ks = _session(req, "k1", req["template_values"], len(nb.cells))
     try:
-        if v is Ellipsis:
-            return {"state": "unanswered"}
-        t = type(v)
-        if v is None or t is bool or t is float:
-            return {"state": "value", "value": v}
-        if t is int:
-            if v.bit_length() > 256:
-                return {"state": "unsupported", "type": "int (too large)"}
-            return {"state": "value", "value": v}
-        if t is str:
-            if len(v) > _max_str:
-                return {"state": "unsupported", "type": "str (too long)"}
-            return {"state": "value", "value": v}
-        _np = _sys.modules.get("numpy")
-        if _np is not None and t.__module__ == "numpy" and (t.__bases__ and (
-                issubclass(t, _np.generic) or t is _np.ndarray)):
-            if t is _np.ndarray:
-                if v.shape != ():
-                    return {"state": "unsupported", "type": "numpy.ndarray"}
-                v = v[()]
-                t = type(v)
-            if issubclass(t, (_np.bool_,)):
-                return {"state": "value", "value": bool(v)}
-            if issubclass(t, _np.integer):
-                return _vidya_encode(int(v))
-            if issubclass(t, _np.floating):
-                return {"state": "value", "value": float(v)}
-        name = getattr(t, "__qualname__", "?")
-        return {"state": "unsupported", "type": name if type(name) is str else "?"}
-    except BaseException as exc:  # a hostile object: report its type only
-        return {"state": "unsupported", "type": "unreadable (" + type(exc).__name__ + ")"}
-'''
-
-_VALUES = _ENCODE + r'''
-def _vidya_collect_values():
-    import builtins as _b, json as _json
-    _spec = _json.loads(%(spec)r)
-    _ns = _b.globals()
-    _out = {}
-    for _name in _spec["names"]:
-        _out[_name] = _vidya_encode(_ns[_name]) if _name in _ns else {"state": "missing"}
-    with _b.open(_spec["path"], "w", encoding="utf-8") as _f:
-        _f.write(_json.dumps(_out))
-_vidya_collect_values()
-del _vidya_collect_values, _vidya_encode
-'''
-
-#: Disables the package's reference implementations in the kernel (called once, before functions).
-_BLOCK = r'''
-def _vidya_block_references():
-    import builtins as _b, functools as _ft, importlib as _il, json as _json, types as _ty
-    _spec = _json.loads(%(spec)r)
-    _msg = ("vidya-lab grade: the package's reference implementation is switched off while your "
-            "function is graded; write the computation yourself")
-    def _raiser(nfree):
-        names = ["_v%%d" %% i for i in range(nfree)]
-        src = "def _outer():\n" + "".join("    %%s = None\n" %% n for n in names)
-        src += "    def _blocked(*args, **kwargs):\n"
-        if names:
-            src += "        (" + ", ".join(names) + ",)\n"
-        src += "        raise RuntimeError(%%r)\n    return _blocked\n" %% _msg
-        ns = {}
-        exec(src, ns)
-        return ns["_outer"]().__code__
-    done = []
-    seen = set()
-    def _block(obj, depth=0):
-        if obj is None or depth > 5:
-            return
-        if isinstance(obj, _ft.partial):
-            return _block(obj.func, depth + 1)
-        if isinstance(obj, _ty.MethodType):
-            return _block(obj.__func__, depth + 1)
-        if isinstance(obj, _ty.FunctionType) and id(obj) not in seen:
-            seen.add(id(obj))
-            _block(getattr(obj, "__wrapped__", None), depth + 1)
-            try:
-                obj.__code__ = _raiser(len(obj.__code__.co_freevars))
-                done.append(obj.__module__ + "." + obj.__qualname__)
-            except Exception:
-                pass
-    for item in _spec["refs"]:
-        try:
-            obj = _il.import_module(item["module"])
-            for part in item["qualname"].split("."):
-                obj = getattr(obj, part)
-            _block(obj)
-        except Exception:
-            pass
-    for item in _spec["registry"]:
-        try:
-            mod = _il.import_module(item["module"])
-            for ex in getattr(mod, "EXERCISES", ()):
-                if getattr(ex, "id", None) == item["id"]:
-                    ref = ex.expected()
-                    _block(ex.expected)
-                    _block(ref)
-        except Exception:
-            pass
-    with _b.open(_spec["path"], "w", encoding="utf-8") as _f:
-        _f.write(_json.dumps(done))
-_vidya_block_references()
-del _vidya_block_references
-'''
-
-_FUNCTION = _ENCODE + r'''
-def _vidya_call_function():
-    import builtins as _b, json as _json
-    _spec = _json.loads(%(spec)r)
-    def _dec(x):
-        if type(x) is list:
-            return [_dec(i) for i in x]
-        if type(x) is dict:
-            if set(x) == {"__tuple__"}:
-                return tuple(_dec(i) for i in x["__tuple__"])
-            return {k: _dec(i) for k, i in x.items()}
-        return x
-    _ns = _b.globals()
-    if _spec["name"] not in _ns:
-        _out = {"state": "missing"}
-    else:
-        _f = _ns[_spec["name"]]
-        if _f is Ellipsis:
-            _out = {"state": "unanswered"}
-        elif not _b.callable(_f):
-            _out = {"state": "not callable", "type": _vidya_encode(_f).get("type", "value")}
-        else:
-            _outs = []
-            for _args in _spec["cases"]:
-                try:
-                    _outs.append(_vidya_encode(_f(*_dec(_args))))
-                except (Exception, SystemExit) as _exc:
-                    _outs.append({"state": "raised", "type": type(_exc).__name__,
-                                  "message": str(_exc)[:300]})
-            _out = {"state": "called", "outputs": _outs}
-    with _b.open(_spec["path"], "w", encoding="utf-8") as _f2:
-        _f2.write(_json.dumps(_out))
-_vidya_call_function()
-del _vidya_call_function, _vidya_encode
-'''
-
-
-def kernel_code(template: str, **spec) -> str:
-    """Fill a kernel-side template: the spec travels as a JSON string literal."""
-    return template % {"spec": json.dumps(spec), "max_str": MAX_STR_CHARS}
-
-
-# ----------------------------------------------------------------------------- reading the notebook
-
-def read_submission(path: Path):
-    """The notebook at ``path`` as an nbformat v4 node; ``ValueError`` says why it is not one."""
-    import nbformat
-
-    size = path.stat().st_size
-    if size > MAX_NOTEBOOK_BYTES:
-        raise ValueError(f"file too large ({size / 2**20:.0f} MiB)")
-    text = path.read_bytes().decode("utf-8", errors="replace")
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not valid JSON (line {exc.lineno})") from None
-    if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
-        raise ValueError("no list of cells")
-    try:
-        nb = nbformat.reads(text, as_version=4)
-    except Exception as exc:
-        raise ValueError(f"not a notebook ({type(exc).__name__})") from None
-    for cell in nb.cells:
-        if not isinstance(cell.get("cell_type"), str) or not isinstance(cell.get("source"), str):
-            raise ValueError("a cell without a type or source")
-    return nb
-
-
-def detect_chapter(nb, path: Path, chapters: dict) -> int | None:
-    """Which chapter a submission is: release metadata, else the file name, else its answer cells.
-
-    The chapter from the metadata is returned even if it has no exercises (the grader says so);
-    ``None`` when nothing tells.
-    """
-    meta = nb.metadata.get("vidya_lab") if hasattr(nb, "metadata") else None
-    if isinstance(meta, dict):
-        ch = meta.get("chapter")
-        if type(ch) is int and 0 < ch < 100:
-            return ch
-    for m in re.finditer(r"(?:^|[^0-9])(\d{2})_", path.name):
-        if str(int(m[1])) in chapters:
-            return int(m[1])
-    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
-    best, hits = None, 0
-    for ch, entry in chapters.items():
-        names = [e["name"] for e in entry["values"]] + [f["name"] for f in entry["functions"]]
-        n = sum(1 for name in names if re.search(rf"\b{re.escape(name)}\b", code))
-        if n > hits:
-            best, hits = int(ch), n
-    return best
-
-
-# ----------------------------------------------------------------------------- running it
-
-def _client_class():
-    from nbclient import NotebookClient
-
-    class GradingClient(NotebookClient):
-        """Keeps no outputs (huge output cannot fill memory), only a short record of errors."""
-
-        def output(self, outs, msg, display_id, cell_index):
-            if (msg.get("msg_type") == "error" and len(self.vidya_errors) < MAX_ERRORS
-                    and cell_index < self.vidya_scratch):
-                content = msg.get("content", {})
-                self.vidya_errors.append({"cell": cell_index + 1,
-                                          "ename": str(content.get("ename", ""))[:100],
-                                          "evalue": str(content.get("evalue", ""))[:300]})
-            return None
-
-        def handle_comm_msg(self, outs, msg, cell_index):
-            return None
-
-    return GradingClient
-
-
-class Run:
-    """One notebook, one kernel (restarted when it dies), a per-cell timeout and a total budget."""
-
-    def __init__(self, nb, workdir: Path, timeout_s: float, budget_s: float, kernel: str,
-                 pid_file: Path | None):
-        import nbformat
-
-        self.nbformat = nbformat
-        self.nb = nb
-        self.workdir = workdir
-        self.timeout_s = timeout_s
-        self.budget_s = budget_s
-        self.kernel = kernel
-        self.pid_file = pid_file
-        self.events: list[str] = []
-        self.restarts = 0
-        # nbclient writes each executed cell back into its notebook by index: give it a copy with
-        # one spare cell at the end for the grader's own requests, so the student's cells stay put.
-        scratch = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("")
-                                                  for _ in range(len(nb.cells) + 1)])
-        self.scratch_index = len(nb.cells)
-        self.client = _client_class()(
-            scratch, timeout=timeout_s, kernel_name=kernel, allow_errors=True,
-            interrupt_on_timeout=False, raise_on_iopub_timeout=False, iopub_timeout=1,
-            startup_timeout=120, shutdown_kernel="immediate", record_timing=False,
-            store_widget_state=False, resources={"metadata": {"path": str(workdir)}})
-        self.client.vidya_errors = []
-        self.client.vidya_scratch = self.scratch_index
-
-    async def start(self) -> None:
-        c = self.client
-        c.km = c.create_kernel_manager()
-        # the kernel's own stdout/stderr (os.write(1, ...) and the like) go nowhere: a notebook
-        # cannot fill the grader's disk through them
-        await c.async_start_new_kernel(cwd=str(self.workdir), stdout=subprocess.DEVNULL,
-                                       stderr=subprocess.DEVNULL)
-        if self.pid_file is not None:  # before anything can hang: the grader kills by it
-            prov = getattr(c.km, "provisioner", None)
-            info = {"pid": getattr(prov, "pid", None), "pgid": getattr(prov, "pgid", None)}
-            self.pid_file.write_text(json.dumps(info))
-        await c.async_start_new_kernel_client()
-
-    async def stop(self) -> None:
-        c = self.client
-        try:
-            if c.kc is not None:
-                c.kc.stop_channels()
-        except Exception:
-            pass
-        try:
-            if c.km is not None:
-                await c.km.shutdown_kernel(now=True)
-        except Exception:
-            pass
-        try:
-            if c.km is not None:
-                await c.km.cleanup_resources()
-        except Exception:
-            pass
-        c.kc = None
-        c.km = None
-
-    async def restart(self) -> bool:
-        await self.stop()
-        if self.restarts >= MAX_RESTARTS:
-            return False
-        self.restarts += 1
-        await self.start()
-        return True
-
-    async def execute(self, source: str, index: int, timeout_s: float) -> str:
-        """Run ``source`` as cell ``index``; 'ok', 'timeout' or 'dead'."""
-        from nbclient.exceptions import CellTimeoutError, DeadKernelError
-
-        cell = self.nbformat.v4.new_code_cell(source)
-        self.client.timeout = max(1, int(round(timeout_s)))
-        try:
-            await self.client.async_execute_cell(cell, index, store_history=False)
-            return "ok"
-        except CellTimeoutError:
-            return "timeout"
-        except DeadKernelError:
-            return "dead"
-        except Exception:  # a broken message stream counts as a dead kernel
-            return "dead"
-
-    async def recover(self) -> bool:
-        """After a timeout: interrupt, and restart the kernel if it does not come back."""
-        try:
-            await self.client.km.interrupt_kernel()
-        except Exception:
-            pass
-        if await self.execute("pass", self.scratch_index, GRACE_S) == "ok":
-            return True
-        return await self.restart()
-
-    async def run_cells(self) -> None:
-        start = time.monotonic()
-        for i, cell in enumerate(self.nb.cells):
+        await ks.start(min(60.0, max(1.0, budget.left(reserve))))
+        for i, cell in enumerate(nb.cells):
             if cell.cell_type != "code" or not cell.source.strip():
                 continue
-            if time.monotonic() - start > self.budget_s:
-                self.events.append(f"time limit reached at cell {i + 1}")
-                return
-            status = await self.execute(cell.source, i, self.timeout_s)
-            if status == "timeout":
-                self.events.append(f"timeout in cell {i + 1}")
-                if not await self.recover():
-                    self.events.append("gave up after repeated kernel restarts")
-                    return
-            elif status == "dead":
-                self.events.append(f"kernel died in cell {i + 1}")
-                if not await self.restart():
-                    self.events.append("gave up after repeated kernel restarts")
-                    return
-
-    async def ask(self, template: str, path: Path, timeout_s: float, **spec):
-        """Run a collection snippet; the parsed JSON it wrote, or a short reason it did not."""
-        if path.exists():
-            path.unlink()
-        if self.client.kc is None:
-            return None, "no kernel"
-        status = await self.execute(kernel_code(template, path=str(path), **spec),
-                                    self.scratch_index, timeout_s)
-        if status != "ok":
-            if status == "timeout":
-                await self.recover()
-            else:
-                await self.restart()
-            return None, status
-        try:
-            if not path.is_file() or path.is_symlink():
-                return None, "no report"
-            with open(path, "rb") as f:
-                data = f.read(MAX_ANSWER_FILE_BYTES + 1)
-            if len(data) > MAX_ANSWER_FILE_BYTES:
-                return None, "report too large"
-            return json.loads(data.decode("utf-8")), None
-        except Exception:
-            return None, "report unreadable"
+            left = budget.left(reserve)
+            if left < 1:
+                ks.events.append(f"time limit reached at cell {i + 1}")
+                break
+            if not await ks.run_cell(cell.source, i, min(req["timeout_s"], left)):
+                break
+        code = kernel_code(VALUES, path=str(ks.dirs.base / "report" / "values.json"),
+                           names=[e["name"] for e in entry["values"]])
+        values, problem = await ks.ask(code, ks.dirs.base / "report" / "values.json",
+                                       max(1.0, min(ASK_S, budget.left())), MAX_REPORT_BYTES)
+        if isinstance(values, dict):
+            out["values"] = {str(k): v for k, v in values.items() if valid_encoded(v)}
+        else:
+            out["values_problem"] = problem or "report malformed"
+    finally:
+        await ks.stop()
+    out.update(events=ks.events, errors=ks.errors, leftovers=ks.leftovers)
+    return out
 
 
-def _valid_encoded(x) -> bool:
-    return isinstance(x, dict) and isinstance(x.get("state"), str)
+async def _grade_functions(req: dict, nb, entry: dict, budget: Budget) -> dict:
+    """Second kernel: the reference is gone; the cells the functions need, then the calls."""
+    sources = [c.source if c.cell_type == "code" else None for c in nb.cells]
+    always = {i for i, c in enumerate(nb.cells)
+              if (c.get("metadata", {}).get("vidya_lab") or {}).get("role") == "givens"}
+    todo = sorted({i for fx in entry["functions"] for i in function_cells(sources, fx["name"], always)})
+    results: dict = {}
+    if budget.left() < 5:
+        return {fx["id"]: {"state": "unreadable", "problem": "out of time"} for fx in entry["functions"]}
+    ks = _session(req, "k2", req["template_functions"], len(nb.cells))
+    try:
+        await ks.start(min(60.0, max(1.0, budget.left())))
+        for i in todo:
+            left = budget.left(ASK_S * len(entry["functions"]))
+            if left < 1 or not await ks.run_cell(nb.cells[i].source, i, min(req["timeout_s"], left)):
+                break
+        for fx in entry["functions"]:
+            path = ks.dirs.base / "report" / f"f{fx['id']}.json"
+            code = kernel_code(FUNCTION, path=str(path), name=fx["name"], cases=fx["cases"])
+            out, problem = await ks.ask(code, path, max(1.0, min(ASK_S, budget.left())),
+                                        MAX_REPORT_BYTES)
+            results[fx["id"]] = out if valid_encoded(out) else {
+                "state": "unreadable", "problem": problem or "malformed"}
+    finally:
+        await ks.stop()
+    return {"functions": results, "leftovers": ks.leftovers,
+            "function_errors": ks.errors[:5], "function_events": ks.events[:5]}
 
 
-async def grade_one(nb_path: Path, spec: dict, timeout_s: float, budget_s: float,
-                    kernel: str = "python3", pid_file: Path | None = None,
-                    chapter: int | None = None) -> dict:
-    """Execute one submission and return what happened plus the raw answers (see module doc)."""
+def _strays() -> int:
+    """Kill whatever is still below this worker; count the processes a notebook left (not a
+    sandbox wrapper still exiting: those are given a moment to go)."""
+    stray = [p for p in procs.descendants(os.getpid()) if not is_kernel_process(p)]
+    if stray:
+        time.sleep(0.3)
+        alive = set(procs.descendants(os.getpid()))
+        stray = [p for p in stray if p in alive and procs.cmdline(p)]
+    procs.kill_tree(os.getpid())
+    return len(stray)
+
+
+def _reserve(entry: dict) -> float:
+    """Seconds kept back from the cells for reading answers and grading functions."""
+    n_fx = len(entry["functions"])
+    return ASK_S + (30.0 + (ASK_S + 5.0) * n_fx if n_fx else 0.0)
+
+
+async def grade_one(req: dict) -> dict:
+    """Everything about one submission except its score (see the module doc)."""
     t0 = time.monotonic()
+    budget = Budget(float(req["budget_s"]))
     # nbclient leaves an output-polling task behind when a cell times out; its "exception was
     # never retrieved" report is noise in the worker's log, not a grading problem.
     asyncio.get_running_loop().set_exception_handler(lambda loop, ctx: None)
     result = {"chapter": None, "invalid": None, "events": [], "errors": [], "values": None,
-              "values_problem": None, "functions": {}, "blocked": [], "elapsed_s": 0.0}
+              "values_problem": None, "functions": {}, "leftovers": 0, "flags": [],
+              "student": None, "givens_issued": False, "elapsed_s": 0.0}
     try:
-        nb = read_submission(nb_path)
+        with open(req["notebook"], "rb") as f:
+            nb = read_submission(f.read(64 * 2**20 + 1))
     except (ValueError, OSError) as exc:
         result["invalid"] = str(exc)
         return result
-    chapters = spec["chapters"]
-    ch = chapter if chapter is not None else detect_chapter(nb, nb_path, chapters)
-    if ch is None:
-        result["unknown_chapter"] = True
-        return result
-    result["chapter"] = ch
-    if str(ch) not in chapters:
-        result["no_exercises"] = True
+    chapters = req["spec"]["chapters"]
+    ch = req.get("chapter") or detect_chapter(nb, Path(req.get("name", "x.ipynb")), chapters)
+    meta = nb.metadata.get("vidya_lab") if isinstance(nb.metadata.get("vidya_lab"), dict) else {}
+    result.update(chapter=ch, student=student_of(nb), flags=red_flags(nb),
+                  givens_issued=bool(meta.get("givens_issued")))
+    if ch is None or str(ch) not in chapters:
+        result["unknown_chapter" if ch is None else "no_exercises"] = True
         return result
     entry = chapters[str(ch)]
-    with tempfile.TemporaryDirectory(prefix="vidya-grade-") as tmp:
-        tmp = Path(tmp)
-        work = tmp / "work"
-        work.mkdir()
-        report = tmp / "report"
-        report.mkdir()
-        os.chmod(report, 0o700)
-        run = Run(nb, work, timeout_s, budget_s, kernel, pid_file)
-        try:
-            await run.start()
-            await run.run_cells()
-            ask_timeout = min(timeout_s, 60)
-            values, problem = await run.ask(_VALUES, report / "values.json", ask_timeout,
-                                            names=[e["name"] for e in entry["values"]])
-            if isinstance(values, dict):
-                result["values"] = {k: v for k, v in values.items() if _valid_encoded(v)}
-            else:
-                result["values_problem"] = problem or "report malformed"
-            if entry["functions"]:
-                blocked, _ = await run.ask(_BLOCK, report / "blocked.json", ask_timeout,
-                                           refs=entry["block_refs"],
-                                           registry=entry["block_registry"])
-                if isinstance(blocked, list):
-                    result["blocked"] = [str(b)[:200] for b in blocked[:50]]
-                for fx in entry["functions"]:
-                    out, problem = await run.ask(_FUNCTION, report / f"f{fx['id']}.json",
-                                                 ask_timeout, name=fx["name"], cases=fx["cases"])
-                    if _valid_encoded(out):
-                        result["functions"][fx["id"]] = out
-                    else:
-                        result["functions"][fx["id"]] = {"state": "unreadable",
-                                                         "problem": problem or "malformed"}
-        finally:
-            await run.stop()
-        result["events"] = run.events
-        result["errors"] = run.client.vidya_errors
+    result.update(await _run_notebook(req, nb, entry, budget, _reserve(entry)))
+    if entry["functions"]:
+        fx = await _grade_functions(req, nb, entry, budget)
+        result["leftovers"] += fx.pop("leftovers", 0)
+        result.update(fx)
+    result["leftovers"] += _strays()
     result["elapsed_s"] = round(time.monotonic() - t0, 2)
     return result
 
 
-def _limit_memory(limit_bytes: int | None) -> None:
+def limit_memory(limit_bytes: int | None) -> None:
+    """Cap the address space of this process and what it starts (a backstop for one process; the
+    kernel's watchdog covers the sum over its processes)."""
     if not limit_bytes:
         return
     try:
@@ -481,28 +181,22 @@ def _limit_memory(limit_bytes: int | None) -> None:
         pass
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m vidya_lab.exercises.runner")
-    p.add_argument("spec", help="JSON spec file, or - to read it from stdin")
-    p.add_argument("notebook")
-    p.add_argument("result")
-    p.add_argument("--timeout", type=float, required=True)
-    p.add_argument("--budget", type=float, required=True)
-    p.add_argument("--kernel", default="python3")
-    p.add_argument("--pid-file")
-    p.add_argument("--chapter", type=int)
-    p.add_argument("--memory-limit", type=int, default=0, help="bytes of address space; 0: none")
-    a = p.parse_args(argv)
-    spec = json.load(sys.stdin) if a.spec == "-" else json.loads(Path(a.spec).read_text())
-    _limit_memory(a.memory_limit)
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    os.environ.setdefault("MKL_NUM_THREADS", "1")
-    os.environ.setdefault("MPLBACKEND", "Agg")
-    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
-    result = asyncio.run(grade_one(Path(a.notebook), spec, a.timeout, a.budget, a.kernel,
-                                   Path(a.pid_file) if a.pid_file else None, a.chapter))
-    Path(a.result).write_text(json.dumps(result))
+def main() -> int:
+    procs.set_not_dumpable()
+    procs.set_subreaper(True)
+    report = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # anything a library prints goes to the log, not into the report
+    req = json.loads(sys.stdin.buffer.read(256 * 2**20).decode("utf-8"))
+    sys.stdin.close()
+    limit_memory(int(req.get("memory_limit_bytes") or 0))
+    try:
+        result = asyncio.run(grade_one(req))
+    except Exception as exc:  # the worker's own failure: still one honest report
+        result = {"crash": f"grader worker failed ({type(exc).__name__}: {str(exc)[:80]})"}
+    finally:
+        procs.kill_tree(os.getpid())
+    report.write(f"{RESULT_TAG} {req['token']} {json.dumps(result)}\n")
+    report.flush()
     return 0
 
 
