@@ -44,6 +44,8 @@ UNIT_SLIPS: tuple[tuple[float, str], ...] = (
 )
 
 KINDS = {"number", "integer", "choice", "bool", "function"}
+#: What an exercise asks of the student (see :class:`Exercise`).
+LEVELS = ("compute", "explain", "design")
 _ID = re.compile(r"^[1-9][0-9]?\.[1-9][0-9]?$")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -82,6 +84,10 @@ class Exercise:
     choices : for ``kind="choice"``: the allowed answers.
     givens : the numbers this exercise depends on, ``{name: Given}`` (see
         :mod:`vidya_lab.exercises.givens`); empty: the same answer for everyone.
+    level : what the exercise asks of the student (issue 17): ``"compute"`` (a number by hand,
+        then checked), ``"explain"`` (a choice or a number only the right reasoning gives) or
+        ``"design"`` (choose a layout, policy or setting under a new constraint and justify it
+        with a computed number).
     """
 
     id: str
@@ -98,12 +104,15 @@ class Exercise:
     points: int = 1
     choices: tuple[str, ...] = ()
     givens: Mapping[str, Given] = field(default_factory=dict)
+    level: str = "compute"
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not _ID.match(self.id):
             raise ValueError(f"id must look like '2.1' (chapter.number), got {self.id!r}")
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {sorted(KINDS)}, got {self.kind!r}")
+        if self.level not in LEVELS:
+            raise ValueError(f"exercise {self.id}: level must be one of {LEVELS}, got {self.level!r}")
         if self.kind == "function":
             if not callable(self.reference) or self.answer is not None:
                 raise ValueError(f"exercise {self.id}: a function exercise gives reference= "

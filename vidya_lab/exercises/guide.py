@@ -68,7 +68,11 @@ One exercise of each kind
         check("1.6", tpot_target)
 
 Every exercise: ``id`` "chapter.number" (numbered per chapter from 1), a one-line ``prompt``, a
-``unit``, ``points`` (1 by default) and a ``hint`` for wrong answers no Mistake explains.
+``unit``, ``points`` (1 by default), a ``hint`` for wrong answers no Mistake explains, and its
+``level``: ``"compute"`` (by hand, then checked), ``"explain"`` (a choice, or a number only the right
+reasoning gives) or ``"design"`` (choose under a new constraint and justify with a computed number).
+A chapter has at least six, at all three levels, at least one of them a design exercise; the
+notebook titles each "Exercise N.k" (tests/test_course_structure.py checks).
 
 Tests to add (``tests/test_exercises_chNN.py``)
 ===============================================
