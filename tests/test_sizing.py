@@ -177,6 +177,21 @@ def test_prefill_is_compute_bound_and_hand_derived():
     assert sizing.prefill_time_s(r, n) == pytest.approx(flops / 989.4e12, rel=1e-9)
 
 
+def test_a_cached_prefix_is_attended_to_not_computed():
+    r = Replica("llama-3.1-8b", "h100-sxm", calibration=PHYSICAL)
+    m = r.model
+    n, k = 2048, 1500
+    c = n - k  # the uncached tail, prefilled with the cached prefix as context
+    flops = (2 * (m.active_params_per_token() - m.final_norm_params()) * c
+             - 2 * m.vocab_size * m.d_model * (c - 1)
+             + 4 * m.n_heads * m.head_dim * m.n_layers * (c * k + c * (c + 1) / 2))
+    assert sizing.prefill_time_s(r, n, cached_tokens=k) == pytest.approx(flops / 989.4e12,
+                                                                        rel=1e-9)
+    assert sizing.ttft_s(r, n, k) < sizing.ttft_s(r, n)
+    with pytest.raises(ValueError, match="cached_tokens"):
+        sizing.ttft_s(r, n, n)  # at least one token is always computed (it yields the first output)
+
+
 def test_friendly_and_fast_paths_agree():
     r = Replica("llama-3.1-70b", "h100-sxm", tp=4)
     chunks = [(512, 1000), (300, 0)]

@@ -141,7 +141,8 @@ def evaluate_layout(model, gpu, tp: int, pp: int = 1, *, peak_rps: float, isl: i
                     ttft_target_s: float, tpot_target_s: float, precision: str = "bf16",
                     kv_precision: str | None = None, memory_rule: str = "vllm",
                     utilisation: float = DEFAULT_UTILISATION, interconnect: str | None = None,
-                    inter_node: str | None = None, calibration=None) -> Layout:
+                    inter_node: str | None = None, calibration=None,
+                    cached_tokens: int = 0) -> Layout:
     """Score one tp × pp layout for a peak load: fit, replicas, latency, throughput, cost.
 
     Memory comes from :func:`vidya_lab.sizing.estimate`; replicas, TPOT and TTFT from
@@ -149,7 +150,8 @@ def evaluate_layout(model, gpu, tp: int, pp: int = 1, *, peak_rps: float, isl: i
     target the replicas run at their saturated batch and ``meets_slo`` is False. A layout that does
     not fit has ``fits`` False, no latencies, zero replicas and zero cost. ``interconnect`` and
     ``inter_node`` choose the links, ``calibration`` the efficiencies (None: the fitted set; see
-    :class:`vidya_lab.sizing.Replica`).
+    :class:`vidya_lab.sizing.Replica`); ``cached_tokens`` of every prompt are found in a prefix
+    cache (chapter 4), so only the rest is prefilled.
 
     Raises ``ValueError`` for a layout the model cannot be split into (see
     :func:`vidya_lab.parallelism.check_layout`) and ``KeyError`` for an unknown id.
@@ -170,10 +172,12 @@ def evaluate_layout(model, gpu, tp: int, pp: int = 1, *, peak_rps: float, isl: i
                       max_output_tokens_per_s=0.0, cost_per_hour=0.0, meets_slo=False,
                       reason=est["reason"], **common)
     try:
-        sized = sizing.gpus_for_peak_load(r, lam, isl, osl, tpot_slo_s=tpot_t, utilisation=u)
+        sized = sizing.gpus_for_peak_load(r, lam, isl, osl, tpot_slo_s=tpot_t, utilisation=u,
+                                          cached_tokens=cached_tokens)
         tpot_met = True
     except ValueError:  # even batch 1 is slower than the target: run at full batch, miss the SLO
-        sized = sizing.gpus_for_peak_load(r, lam, isl, osl, utilisation=u)
+        sized = sizing.gpus_for_peak_load(r, lam, isl, osl, utilisation=u,
+                                          cached_tokens=cached_tokens)
         tpot_met = False
     reasons = []
     if not tpot_met:
@@ -240,7 +244,8 @@ def search_layouts(model, gpu, *, peak_rps: float, isl: int, osl: int, ttft_targ
                    memory_rule: str = "vllm", utilisation: float = DEFAULT_UTILISATION,
                    max_gpus_per_replica: int = DEFAULT_MAX_GPUS_PER_REPLICA, tps=None,
                    pps=None, interconnect: str | None = None,
-                   inter_node: str | None = None, calibration=None) -> list[Layout]:
+                   inter_node: str | None = None, calibration=None,
+                   cached_tokens: int = 0) -> list[Layout]:
     """Every layout of ``model`` on ``gpu`` that fits, sized for ``peak_rps``, ranked.
 
     Order (:func:`rank`): layouts meeting both targets within 5 % of the cheapest such cost, simplest
@@ -261,6 +266,7 @@ def search_layouts(model, gpu, *, peak_rps: float, isl: int, osl: int, ttft_targ
     max_gpus_per_replica, tps, pps : the space searched (:func:`candidate_degrees`).
     interconnect, inter_node : link ids overriding the GPU's own and the default InfiniBand.
     calibration : a :class:`vidya_lab.sizing.Calibration` (None: the fitted one).
+    cached_tokens : tokens of every prompt found in a prefix cache (0: none counted).
     """
     get_gpu(gpu)
     _check_targets(peak_rps, isl, osl, ttft_target_s, tpot_target_s, utilisation)
@@ -272,7 +278,7 @@ def search_layouts(model, gpu, *, peak_rps: float, isl: int, osl: int, ttft_targ
                               precision=precision, kv_precision=kv_precision,
                               memory_rule=memory_rule, utilisation=utilisation,
                               interconnect=interconnect, inter_node=inter_node,
-                              calibration=calibration)
+                              calibration=calibration, cached_tokens=cached_tokens)
         if lay.fits:
             found.append(lay)
     return rank(found)

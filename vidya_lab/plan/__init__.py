@@ -183,7 +183,7 @@ def plan(scenario: Scenario = TANVI, *, gpu_ids=None, precisions=("bf16", "fp8")
                    traffic_margin=traffic_margin, seed=v.check_int("seed", seed, minimum=0),
                    dt_s=dt_s)
     ranked = candidates(scenario, gpu_ids=gpu_ids, precisions=tuple(precisions), day=day,
-                        calibration=calibration)
+                        calibration=calibration, cached_tokens=cached)
     if not ranked:
         raise _no_candidate(scenario, gpu_ids, day)
     chosen, margin_run, confirmed = confirm(ranked, scenario, opts)

@@ -56,7 +56,8 @@ def target(scenario: Scenario) -> slo.SLO:
 
 
 def candidates(scenario: Scenario = TANVI, *, gpu_ids=None, precisions=("bf16", "fp8"), day: str = "exam",
-               traffic_factor: float = 1.0, calibration=None) -> list[Candidate]:
+               traffic_factor: float = 1.0, calibration=None,
+               cached_tokens: int = 0) -> list[Candidate]:
     """Every layout, on every GPU type × precision, that meets the targets at the peak.
 
     Each (GPU type, precision) contributes its layouts in :func:`vidya_lab.layouts.search_layouts`'
@@ -79,7 +80,8 @@ def candidates(scenario: Scenario = TANVI, *, gpu_ids=None, precisions=("bf16", 
             ranked = layouts.search_layouts(
                 scenario.model_id, gpu.id, peak_rps=peak, isl=scenario.prompt_tokens_mean,
                 osl=scenario.answer_tokens_mean, ttft_target_s=scenario.ttft_target_s,
-                tpot_target_s=scenario.tpot_target_s, precision=precision, calibration=calibration)
+                tpot_target_s=scenario.tpot_target_s, precision=precision, calibration=calibration,
+                cached_tokens=cached_tokens)
             group = [Candidate(gpu.id, precision, lay, calibration) for lay in ranked
                      if lay.meets_slo]
             if group:

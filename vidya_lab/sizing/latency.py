@@ -26,15 +26,18 @@ MAX_STEPS = 1_000_000
 MAX_BATCH = 10_000_000
 
 
-def prefill_time_s(r: Replica, prompt_tokens: int) -> float:
+def prefill_time_s(r: Replica, prompt_tokens: int, cached_tokens: int = 0) -> float:
     """Time to prefill one prompt on an idle replica (= TTFT at idle without the front end), seconds.
 
-    A prompt longer than ``max_batched_tokens`` is processed in chunks, one iteration each.
+    A prompt longer than ``max_batched_tokens`` is processed in chunks, one iteration each. The
+    first ``cached_tokens`` are found in a prefix cache (chapter 4): they are attended to, not
+    computed.
     """
     _as_replica(r)
     n = v.check_int("prompt_tokens", prompt_tokens, minimum=1, maximum=MAX_TOKENS)
+    k = v.check_int("cached_tokens", cached_tokens, minimum=0, maximum=n - 1)
     step = r.max_batched_tokens
-    total, done = 0.0, 0
+    total, done = 0.0, k
     while done < n:
         c = min(step, n - done)
         total += r.step_time_s(c, c * done + c * (c + 1) / 2, done + c, 1, 0, 0)
@@ -42,12 +45,14 @@ def prefill_time_s(r: Replica, prompt_tokens: int) -> float:
     return total
 
 
-def ttft_s(r: Replica, prompt_tokens: int) -> float:
+def ttft_s(r: Replica, prompt_tokens: int, cached_tokens: int = 0) -> float:
     """Time to first token of one request on an idle replica, seconds.
 
-    Formula: the calibration's ``request_overhead_s`` + :func:`prefill_time_s`.
+    Formula: the calibration's ``request_overhead_s`` + :func:`prefill_time_s` (with
+    ``cached_tokens`` of the prompt found in a prefix cache).
     """
-    return _as_replica(r).calibration.request_overhead_s + prefill_time_s(r, prompt_tokens)
+    return _as_replica(r).calibration.request_overhead_s + prefill_time_s(r, prompt_tokens,
+                                                                          cached_tokens)
 
 
 def decode_step_time_s(r: Replica, batch: int, context_tokens: int) -> float:

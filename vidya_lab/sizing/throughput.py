@@ -175,12 +175,13 @@ def cost_per_million_output_tokens(r: Replica, isl: int, osl: int) -> float:
 
 
 def gpus_for_peak_load(r: Replica, requests_per_s: float, isl: int, osl: int, *,
-                       tpot_slo_s: float | None = None, utilisation: float = 0.8) -> dict:
+                       tpot_slo_s: float | None = None, utilisation: float = 0.8,
+                       cached_tokens: int = 0) -> dict:
     """GPUs needed to serve a peak load at a utilisation (headroom kept for bursts).
 
     Each replica runs at :func:`slo_batch`; its capacity is :func:`capacity_rps`; replicas =
     ceil(λ / (capacity · utilisation)). Little's law gives the sequences in flight:
-    L = λ · (TTFT + osl · TPOT).
+    L = λ · (TTFT + osl · TPOT). ``cached_tokens`` of every prompt are found in a prefix cache.
 
     Returns ``replicas``, ``gpus``, ``batch_per_replica``, ``tokens_per_s_per_replica``,
     ``capacity_rps_per_replica``, ``tpot_s`` (steady mean), ``ttft_s`` (idle floor),
@@ -192,16 +193,17 @@ def gpus_for_peak_load(r: Replica, requests_per_s: float, isl: int, osl: int, *,
                        maximum=MAX_REQUESTS_PER_S)
     isl, osl = _lengths(isl, osl)
     u = v.check_fraction("utilisation", utilisation, allow_zero=False)
-    batch = slo_batch(r, isl, osl, tpot_slo_s)
+    k = v.check_int("cached_tokens", cached_tokens, minimum=0, maximum=isl - 1)
+    batch = slo_batch(r, isl, osl, tpot_slo_s, k)
     if batch < 1:
         raise ValueError(f"{r.model.id} does not fit on {r.n_gpus} x {r.gpu.id} with "
                          f"{isl + osl}-token sequences; choose more GPUs per replica")
-    cyc = cycle(r, batch, isl, osl)
+    cyc = cycle(r, batch, isl, osl, k)
     per_replica = cyc["output_tokens_per_s"]
     capacity = per_replica / osl
     replicas = math.ceil(lam / (capacity * u))
     v.check_work("replicas for this load", replicas, 1_000_000, unit="replicas")
-    ttft = ttft_s(r, isl)
+    ttft = ttft_s(r, isl, k)
     gpus = replicas * r.n_gpus
     hourly = cost_per_hour_usd(r, replicas)
     return {"replicas": replicas, "gpus": gpus, "batch_per_replica": batch,

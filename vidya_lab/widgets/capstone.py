@@ -20,7 +20,8 @@ def compute_view(exam_multiplier: float = TANVI.exam_multiplier,
                  normal_peak_rps: float = TANVI.normal_peak_rps,
                  ttft_target_s: float = TANVI.ttft_target_s,
                  tpot_target_s: float = TANVI.tpot_target_s) -> dict:
-    """The cheapest SLO-meeting layout of each GPU type and precision for the changed forecast.
+    """The cheapest SLO-meeting layout of each GPU type and precision for the changed forecast,
+    with the prefix cache counted as the plan counts it.
 
     Returns a dict with the inputs, ``peak_rps`` (the exam peak, requests/s), ``rows`` (one per GPU
     type and precision, cheapest first: ``gpu``, ``precision``, ``label``, ``gpus``,
@@ -32,7 +33,8 @@ def compute_view(exam_multiplier: float = TANVI.exam_multiplier,
     view = {"exam_multiplier": exam_multiplier, "normal_peak_rps": normal_peak_rps,
             "ttft_target_s": ttft_target_s, "tpot_target_s": tpot_target_s,
             "peak_rps": scenario.exam_peak_rps, "rows": [], "error": None}
-    cands = plan.cheapest_per_gpu(plan.candidates(scenario))
+    cands = plan.cheapest_per_gpu(plan.candidates(scenario,
+                                                  cached_tokens=plan.prefix_tokens(scenario)))
     for c in cands:
         view["rows"].append({"gpu": c.gpu, "precision": c.precision, "label": c.layout.label,
                              "gpus": c.layout.gpus, "cost_per_hour": c.cost_per_hour,
