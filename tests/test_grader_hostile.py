@@ -313,7 +313,8 @@ def test_speed_of_the_hostile_class(klass):
 # ----------------------------------------------------------------------------- one account, no sandbox
 
 def _cli_grade(tmp: Path, c: dict, subs: Path, *extra: str, timeout: float = 600):
-    env = {**os.environ, "PYTHONPATH": str(FIXTURES), "TMPDIR": str(tmp)}
+    # a short TMPDIR (socket paths are limited), so the run's kernels carry it in their command lines
+    env = {**os.environ, "PYTHONPATH": str(FIXTURES), "TMPDIR": str(c["short_tmp"])}
     return subprocess.run([sys.executable, "-m", "vidya_lab", "grade", str(subs), "--out",
                            str(tmp / "scores.csv"), "--registry", "fixture_key", "--secret-file",
                            str(c["secret"]), "--roster", str(c["roster"]), "--isolation",
@@ -323,10 +324,17 @@ def _cli_grade(tmp: Path, c: dict, subs: Path, *extra: str, timeout: float = 600
 
 @pytest.fixture(scope="module")
 def released(tmp_path_factory):
+    import shutil
+    import tempfile
+
     tmp = tmp_path_factory.mktemp("oneaccount")
+    short = Path(tempfile.mkdtemp(prefix="vgt-", dir="/tmp"))
     with pytest.MonkeyPatch.context() as mp:
         mp.syspath_prepend(str(FIXTURES))
-        return tmp, H.release_class(tmp)
+        c = H.release_class(tmp)
+    c["short_tmp"] = short
+    yield tmp, c
+    shutil.rmtree(short, ignore_errors=True)  # a killed grader could not remove its run folder
 
 
 def test_on_one_account_honest_rows_survive_a_hostile_neighbour(released):
@@ -383,7 +391,8 @@ def test_on_one_account_honest_rows_survive_a_hostile_neighbour(released):
         if want is not None:
             assert int(rows[rel]["total"]) == want, (rel, rows[rel])
     assert int(rows["frank/daemon.ipynb"]["killed_processes"]) >= 1
-    assert _left_behind(H.MARKER, str(tmp)) == []
+    assert _left_behind(H.MARKER, str(c["short_tmp"])) == []
+    assert list(c["short_tmp"].iterdir()) == []  # the run removed its own folder
 
 
 def test_on_one_account_a_notebook_that_kills_the_grader_leaves_a_complete_csv(released):
@@ -391,9 +400,10 @@ def test_on_one_account_a_notebook_that_kills_the_grader_leaves_a_complete_csv(r
     tmp = tmp / "kill"
     tmp.mkdir()
     s = {k: H.read(v[0]) for k, v in c["students"].items()}
-    killer = H.add(H.honest(s["mallory"]), (
-        "import os, signal\nfor pid in (os.getppid(), int(open(f'/proc/{os.getppid()}/stat')"
-        ".read().rsplit(')', 1)[1].split()[1])):\n    os.kill(pid, signal.SIGKILL)"))
+    killer = H.add(H.honest(s["mallory"]), (  # the grader first, then its worker
+        "import os, signal\nworker = os.getppid()\n"
+        "grader = int(open(f'/proc/{worker}/stat').read().rsplit(')', 1)[1].split()[1])\n"
+        "os.kill(grader, signal.SIGKILL)\nos.kill(worker, signal.SIGKILL)"))
     cases = {"alice/solution.ipynb": (H.read(c["students"]["alice"][1]), 4),
              "mallory/kills_the_grader.ipynb": (killer, None),
              "zoe/own_work.ipynb": (H.honest(s["zoe"]), None)}
@@ -405,4 +415,4 @@ def test_on_one_account_a_notebook_that_kills_the_grader_leaves_a_complete_csv(r
     assert set(rows) == set(cases)
     assert rows["alice/solution.ipynb"]["total"] == "4"
     assert rows["zoe/own_work.ipynb"]["status"].startswith("not graded")
-    assert _left_behind(str(tmp)) == []
+    assert _left_behind(str(c["short_tmp"])) == []  # the kernel died with its worker
