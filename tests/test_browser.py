@@ -65,7 +65,39 @@ async () => {
       height: box.height,
     };
   });
+  // tables as a reader sees them: wider than the content column, unless they scroll in a box
+  // the content column: the article's content box (querySelector of a selector list returns the
+  // first element in document order, which is <main>, wider than the column)
+  const article = document.querySelector('article.bd-article') || main;
+  const column = {right: article.getBoundingClientRect().right
+                         - parseFloat(getComputedStyle(article).paddingRight)};
+  const scrollsInside = el => {
+    for (let a = el.parentElement; a && a !== article; a = a.parentElement) {
+      const ox = getComputedStyle(a).overflowX;
+      if ((ox === 'auto' || ox === 'scroll') && a.getBoundingClientRect().right <= column.right + 1) {
+        return true;
+      }
+    }
+    return false;
+  };
+  const tables = Array.from(article.querySelectorAll('table')).filter(t => t.offsetParent !== null)
+                      .map(t => {
+    const box = t.getBoundingClientRect();
+    const firsts = Array.from(t.querySelectorAll('tbody tr')).map(
+      tr => (tr.querySelector('th') || {}).textContent);
+    return {
+      head: (t.querySelector('caption, thead') || t).textContent.trim().replace(/\s+/g, ' ')
+              .slice(0, 80),
+      right: box.right, columnRight: column.right, scrolls: scrollsInside(t),
+      // a pandas index left showing: row headers 0, 1, 2, …
+      rowIndex: firsts.length > 1 && firsts.every((x, i) => x !== undefined && x.trim() === String(i)),
+      // floats printed at pandas' full precision where an integer was meant (4.000000)
+      padded: Array.from(t.querySelectorAll('td')).map(td => td.textContent.trim())
+                   .filter(x => /^-?\d+\.0{6}$/.test(x)).slice(0, 3),
+    };
+  });
   return {
+    tables: tables,
     title: document.title,
     views: views,
     subareas: subareas,
@@ -223,3 +255,21 @@ def test_chapter_widget_is_rendered(see, chapter):
 def test_chapter_screenshot_saved(see, chapter):
     shot: Path = see(chapter)["screenshot"]
     assert shot.exists() and shot.stat().st_size > 10_000, f"no usable screenshot at {shot}"
+
+
+@pytest.mark.parametrize("doc", PAGES)
+def test_tables_fit_the_column_at_1280px(see, doc):
+    """Issue 17: no table is wider than the content column at 1280 px (a narrower screen scrolls a
+    wide table inside its own box; at 1280 px none needs to)."""
+    wide = [t for t in see(doc)["tables"] if t["right"] > t["columnRight"] + 1]
+    assert not wide, "\n".join(
+        f"{t['head']!r}: right edge {t['right']:.0f} px > column {t['columnRight']:.0f} px"
+        + (" (scrolls in its box)" if t["scrolls"] else " (cut off)") for t in wide)
+
+
+@pytest.mark.parametrize("doc", PAGES)
+def test_tables_show_no_pandas_index_or_padded_floats(see, doc):
+    tables = see(doc)["tables"]
+    assert not [t["head"] for t in tables if t["rowIndex"]], "a pandas row index is shown"
+    assert not [(t["head"], t["padded"]) for t in tables if t["padded"]], \
+        "a whole number is printed as a float with six zeros"
