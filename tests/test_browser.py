@@ -29,7 +29,7 @@ CONTROL_SELECTOR = "input, select, button, textarea, .noUi-target"
 OUTPUT_SELECTOR = "img, svg, canvas, table, .widget-output, .widget-html-content"
 FILENAME_ALT = re.compile(r"(^|/)[^ ]+\.(png|jpe?g|svg|gif|webp)$", re.IGNORECASE)
 
-_VISIT_JS = """
+_VISIT_JS = r"""
 async () => {
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
     await MathJax.startup.promise;
