@@ -359,7 +359,7 @@ def test_templates_lack_the_key_and_the_references(tmp_path, monkeypatch):
     import subprocess
 
     monkeypatch.syspath_prepend(str(FIXTURES))
-    refs = [("fixture_exercises", "kv_bytes"), ("vidya_lab.slo", "tpot_for_reading_speed")]
+    refs = [("fixture_exercises", "kv_bytes"), ("vidya_lab.slo.budgets", "tpot_for_reading_speed")]
     values = sandbox.build_template(tmp_path / "v", key_modules=["fixture_key"], references=refs,
                                     block_references=False)
     functions = sandbox.build_template(tmp_path / "f", key_modules=["fixture_key"],
