@@ -926,6 +926,7 @@ def _is_star(fn, param: str) -> bool:
 #: Each failure the fuzzing found, pinned: ``(callable, arguments replacing the base call's,
 #: exception, pattern its message must match)``. The fix is at the public boundary (git log).
 FOUND = [
+    ("admission.saturation_rate_per_s", dict(prompt_tokens=-1), ValueError, "prompt_tokens"),
 ]
 
 
