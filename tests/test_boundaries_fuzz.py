@@ -927,6 +927,11 @@ def _is_star(fn, param: str) -> bool:
 #: exception, pattern its message must match)``. The fix is at the public boundary (git log).
 FOUND = [
     ("admission.saturation_rate_per_s", dict(prompt_tokens=-1), ValueError, "prompt_tokens"),
+    ("autoscaling.make_policy", dict(utilisation=-1), ValueError, "utilisation"),
+    ("autoscaling.prefix_warm_up_s", dict(syllabus_tokens=-1), ValueError, "syllabus_tokens"),
+    ("autoscaling.prefix_warm_up_s", dict(subjects=10**9), ValueError, "subjects"),  # was a hang
+    ("autoscaling.summary", dict(hours=-1), TypeError, "hours"),
+    ("autoscaling.summary", dict(hours=lambda: [1, 2]), TypeError, r"hours\[0\]"),
 ]
 
 
