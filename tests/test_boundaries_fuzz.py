@@ -515,7 +515,7 @@ ALIASES = {
     "r": ("replica",), "cal": ("calibration",), "cands": ("candidate",), "found": ("layout",),
     "chunks": ("prefill",), "layouts": ("layout",), "mitigations": ("mitigation",),
     "records": ("record", "timeline"), "requests": ("request",),
-    "csv_name": ("csv gpu name", "csv model name"),
+    "csv_name": ("csv gpu name", "csv model name"), "gpu_id": ("gpu",),
     "expected": ("arrivals needs",),  # check_arrival_count: "<what> needs N arrivals; the limit..."
 }
 
@@ -932,6 +932,19 @@ FOUND = [
     ("autoscaling.prefix_warm_up_s", dict(subjects=10**9), ValueError, "subjects"),  # was a hang
     ("autoscaling.summary", dict(hours=-1), TypeError, "hours"),
     ("autoscaling.summary", dict(hours=lambda: [1, 2]), TypeError, r"hours\[0\]"),
+    ("calibration.gpu_of", dict(row=-1), TypeError, "row must be a calibration.Row"),
+    ("calibration.predict_row", dict(row=None), TypeError, "row must be a calibration.Row"),
+    ("calibration.reference_rows", dict(rows=-1), TypeError, "rows must be a list"),
+    ("calibration.timing_rows", dict(rows=lambda: [1]), TypeError, r"rows\[0\]"),
+    ("calibration.fit", dict(rows=NAN), TypeError, "rows must be a list"),
+    ("calibration.fit", dict(rounds=10**9), ValueError, "rounds"),
+    ("calibration.sensitivity", dict(fit_rows=NAN), TypeError, "fit_rows"),
+    ("calibration.summarise", dict(errors=lambda: []), ValueError, "errors must not be empty"),
+    ("calibration.calibration_from", dict(values=-1), TypeError, "values"),
+    ("calibration.fit_gpu", dict(gpu_id=-1), TypeError, "gpu_id"),
+    ("calibration.build_document", dict(with_sensitivity=NAN), TypeError, "with_sensitivity"),
+    ("calibration.write_calibration", dict(with_sensitivity="False"), TypeError,
+     "with_sensitivity"),  # a truthy string ran the two-minute sensitivity refits
 ]
 
 
