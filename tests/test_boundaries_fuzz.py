@@ -945,6 +945,14 @@ FOUND = [
     ("calibration.build_document", dict(with_sensitivity=NAN), TypeError, "with_sensitivity"),
     ("calibration.write_calibration", dict(with_sensitivity="False"), TypeError,
      "with_sensitivity"),  # a truthy string ran the two-minute sensitivity refits
+    ("catalog.Precision", dict(id=NAN), TypeError, "id must be a string"),
+    ("catalog.Precision", dict(bytes_per_element=-1), ValueError, "bytes_per_element"),
+    ("catalog.Link", dict(name=None), TypeError, "name must be a string"),
+    ("sizing.Replica", dict(kv_precision=-1), TypeError, "kv_precision must be a precision id"),
+    ("sizing.estimate", dict(kv_precision="fp9"), KeyError, "unknown precision 'fp9' for kv_prec"),
+    ("sizing.kv_bytes_per_token", dict(kv_precision=-1), TypeError, "kv_precision"),
+    ("parallelism.layout_links", dict(interconnect=-1), TypeError, "interconnect must be a link"),
+    ("parallelism.comm_coefficients", dict(inter_node="x"), KeyError, "unknown link 'x' for inter_"),
 ]
 
 
