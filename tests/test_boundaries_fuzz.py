@@ -953,6 +953,15 @@ FOUND = [
     ("sizing.kv_bytes_per_token", dict(kv_precision=-1), TypeError, "kv_precision"),
     ("parallelism.layout_links", dict(interconnect=-1), TypeError, "interconnect must be a link"),
     ("parallelism.comm_coefficients", dict(inter_node="x"), KeyError, "unknown link 'x' for inter_"),
+    ("sizing.gpus_for_peak_load", dict(tpot_slo_s=-1), ValueError, "tpot_slo_s"),
+    ("sizing.StepCost", dict(r=-1), TypeError, "r must be a sizing.Replica"),
+    ("sizing.engine_defaults", dict(gpu=-1), TypeError, "gpu must be an id string"),
+    ("sizing.engine_defaults", dict(memory_rule="x"), ValueError, "memory_rule"),
+    ("sizing.prefill_work", dict(chunks=-1), TypeError, "prefill must be a list"),
+    ("sizing.iteration_time_s", dict(decode_contexts=lambda: range(10**12)), TypeError,
+     "decode_contexts must be a list"),  # list(range(10**12)) exhausted memory
+    ("sizing.iteration_time_s", dict(decode_contexts=lambda: [1] * 1_000_001), ValueError,
+     "at most 1,000,000"),
 ]
 
 

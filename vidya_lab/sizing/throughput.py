@@ -192,6 +192,8 @@ def gpus_for_peak_load(r: Replica, requests_per_s: float, isl: int, osl: int, *,
                        maximum=MAX_REQUESTS_PER_S)
     isl, osl = _lengths(isl, osl)
     u = v.check_fraction("utilisation", utilisation, allow_zero=False)
+    if tpot_slo_s is not None:
+        v.check_real("tpot_slo_s", tpot_slo_s, minimum=0.0, min_inclusive=False)
     batch = slo_batch(r, isl, osl, tpot_slo_s)
     if batch < 1:
         raise ValueError(f"{r.model.id} does not fit on {r.n_gpus} x {r.gpu.id} with "
