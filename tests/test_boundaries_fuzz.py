@@ -972,3 +972,15 @@ def test_what_the_fuzzing_found_stays_fixed(name, change, exc, match):
     out = bounded_call(driven()[name], kwargs, time_limit_s(name))
     assert isinstance(out.error, exc), f"{name}({change}): {out.error!r}"
     assert re.search(match, str(out.error)), f"{name}({change}): {out.error}"
+
+
+def test_check_instances_names_the_parameter_or_its_entry():
+    from vidya_lab import _validate as v
+
+    assert v.check_instances("xs", (1, 2), int) == [1, 2]
+    with pytest.raises(TypeError, match="xs must be a list of int, got int"):
+        v.check_instances("xs", 3, int)
+    with pytest.raises(TypeError, match=r"xs\[1\] must be a int, got str"):
+        v.check_instances("xs", [1, "a"], int)
+    with pytest.raises(ValueError, match="xs may hold at most 2 entries, got 3"):
+        v.check_instances("xs", [0] * 3, int, max_length=2)
