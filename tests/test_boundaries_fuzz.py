@@ -962,6 +962,12 @@ FOUND = [
      "decode_contexts must be a list"),  # list(range(10**12)) exhausted memory
     ("sizing.iteration_time_s", dict(decode_contexts=lambda: [1] * 1_000_001), ValueError,
      "at most 1,000,000"),
+    ("layouts.rank", dict(found=-1), TypeError, "found must be a list of Layout"),
+    ("layouts.rank", dict(tolerance=NAN), ValueError, "tolerance"),
+    ("layouts.pareto_frontier", dict(layouts=lambda: [{"fits": True}]), TypeError, r"layouts\[0\]"),
+    ("layouts.cost_vs_tpot_target", dict(tpot_targets=-1), TypeError, "tpot_targets"),
+    ("layouts.cost_vs_tpot_target", dict(tpot_targets=lambda: [0.1, NAN]), ValueError,
+     r"tpot_targets\[1\]"),
 ]
 
 
