@@ -968,6 +968,21 @@ FOUND = [
     ("layouts.cost_vs_tpot_target", dict(tpot_targets=-1), TypeError, "tpot_targets"),
     ("layouts.cost_vs_tpot_target", dict(tpot_targets=lambda: [0.1, NAN]), ValueError,
      r"tpot_targets\[1\]"),
+    ("plan.candidates", dict(scenario=-1), TypeError, "scenario must be a scenario.Scenario"),
+    ("plan.candidates", dict(precisions=lambda: [None]), TypeError, r"precisions\[0\]"),
+    ("plan.peak_rps", dict(day="monday"), ValueError, "day must be one of"),  # was the normal peak
+    ("plan.peak_rps", dict(traffic_factor=-1), ValueError, "traffic_factor"),
+    ("plan.day_curve", dict(scenario=None), TypeError, "scenario"),
+    ("plan.target", dict(scenario=-1), TypeError, "scenario"),
+    ("plan.prefix_tokens", dict(scenario=-1), TypeError, "scenario"),
+    ("plan.what_if", dict(scenario=-1), TypeError, "scenario"),
+    ("plan.cheapest_per_gpu", dict(cands=-1), TypeError, "cands"),
+    ("plan.simulate", dict(candidate=-1), TypeError, "candidate must be a plan.Candidate"),
+    ("plan.simulate", dict(opts=lambda: {}), TypeError, "opts must be a plan.Options"),
+    ("plan.Options", dict(day=NAN), ValueError, "day must be one of"),
+    ("plan.Options", dict(traffic_margin=5.0), ValueError, "traffic_margin"),
+    ("plan.Candidate", dict(gpu=NAN), TypeError, "gpu must be a string"),
+    ("plan.Candidate", dict(layout=lambda: {}), TypeError, "layout must be a layouts.Layout"),
 ]
 
 
