@@ -983,6 +983,13 @@ FOUND = [
     ("plan.Options", dict(traffic_margin=5.0), ValueError, "traffic_margin"),
     ("plan.Candidate", dict(gpu=NAN), TypeError, "gpu must be a string"),
     ("plan.Candidate", dict(layout=lambda: {}), TypeError, "layout must be a layouts.Layout"),
+    ("slo.RequestTimeline", dict(request_id=NAN), TypeError, "request_id must be an int or a str"),
+    ("slo.Timelines.from_records", dict(records=-1), TypeError, "records must be an iterable"),
+    ("slo.Timelines.from_records", dict(records=lambda: range(10**12)), TypeError,
+     r"records\[0\]"),  # list(range(10**12)) exhausted memory
+    ("slo.pooled_percentile", dict(groups=-1), TypeError, "groups must be a sequence"),
+    ("slo.mean_of_percentiles", dict(groups=None), TypeError, "groups must be a sequence"),
+    ("slo.read_trace_csv", dict(path=""), ValueError, "path must be a non-empty path"),
 ]
 
 
