@@ -990,6 +990,8 @@ FOUND = [
     ("slo.pooled_percentile", dict(groups=-1), TypeError, "groups must be a sequence"),
     ("slo.mean_of_percentiles", dict(groups=None), TypeError, "groups must be a sequence"),
     ("slo.read_trace_csv", dict(path=""), ValueError, "path must be a non-empty path"),
+    ("traces.read_trace", dict(path=""), ValueError, "path must be a non-empty path"),
+    ("traces.detect_format", dict(path=" "), ValueError, "path must be a non-empty path"),
 ]
 
 
