@@ -992,6 +992,8 @@ FOUND = [
     ("slo.read_trace_csv", dict(path=""), ValueError, "path must be a non-empty path"),
     ("traces.read_trace", dict(path=""), ValueError, "path must be a non-empty path"),
     ("traces.detect_format", dict(path=" "), ValueError, "path must be a non-empty path"),
+    ("report.plan_table", dict(result=-1), TypeError, "result must be a dict"),
+    ("report.plan_figure", dict(result=lambda: {"gpu": "h200"}), ValueError, "result is not a plan"),
 ]
 
 
