@@ -994,6 +994,14 @@ FOUND = [
     ("traces.detect_format", dict(path=" "), ValueError, "path must be a non-empty path"),
     ("report.plan_table", dict(result=-1), TypeError, "result must be a dict"),
     ("report.plan_figure", dict(result=lambda: {"gpu": "h200"}), ValueError, "result is not a plan"),
+    ("workload.poisson_arrivals", dict(rate_per_s=1e6), ValueError,
+     r"rate_per_s x duration_s needs 6e\+07 arrivals; the limit is 1e\+07"),
+    ("workload.mmpp_arrivals", dict(duration_s=1e7), ValueError, "duration_s needs"),
+    ("workload.nonhomogeneous_arrivals", dict(rate_max_per_s=1e6), ValueError, "rate_max_per_s x"),
+    ("workload.on_off_arrivals", dict(rate_on_per_s=-1), ValueError, "rate_on_per_s must be"),
+    ("workload.on_off_arrivals", dict(mean_off_s=-1), ValueError, "mean_off_s must be > 0"),
+    ("toyserver.tutor_workload", dict(rate_per_s=509323.0), ValueError,  # needed over 2 GiB
+     "rate_per_s x duration_s needs"),
 ]
 
 
