@@ -162,15 +162,22 @@ def _figure_candidates(ax, result: dict) -> None:
     ax.set_title("The cheapest layout of each GPU type that meets the targets", loc="left")
 
 
+def check_figure_path(name: str, path) -> Path:
+    """``path`` as a writable ``.png`` or ``.svg`` file path, checked before any work (``name``:
+    the parameter or option the message names)."""
+    path = v.check_output_file(name, path)
+    if path.suffix.lower() not in (".png", ".svg"):
+        raise ValueError(f"{name} (the figure) must end in .png or .svg, got {path.name!r}")
+    return path
+
+
 def plan_figure(result: dict, path=None):
     """The one-page figure (a matplotlib Figure); written to ``path`` (.png or .svg) if given."""
     import matplotlib
 
     _plan_result(result)
     if path is not None:
-        path = v.check_output_file("path", path)
-        if path.suffix.lower() not in (".png", ".svg"):
-            raise ValueError(f"figure must end in .png or .svg, got {path.name!r}")
+        path = check_figure_path("path", path)
         matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
