@@ -657,6 +657,10 @@ def _rule(key: str) -> str | None:
     return None
 
 
+#: Fields that are points on a clock, not durations: any origin is allowed (``a <= s <= f <= c``
+#: is what the records check), so they may be negative.
+CLOCK_FIELDS = {f"{owner}.{f}" for owner in ("RequestTimeline", "Timelines")
+                for f in ("arrival_s", "admitted_s", "first_token_s", "finish_s", "token_times_s")}
 #: Documented sentinels in result fields: ``Owner.field -> value`` meaning "not known".
 SENTINELS = {"Trace.prompt_tokens": -1}
 #: Result keys that may be NaN or infinite by a callable's contract: ``name -> (keys, reason)``.
@@ -674,7 +678,7 @@ def physical_problems(value, key: str = "result", path: str = "result", depth: i
     [0, 1]. Walks dicts, sequences and dataclasses; arrays may hold NaN ("not recorded")."""
     if depth > 6 or value is None or isinstance(value, (bool, np.bool_, str, bytes)):
         return []
-    rule = _rule(key)
+    rule = None if f"{owner}.{key}" in CLOCK_FIELDS else _rule(key)
     if isinstance(value, (int, float, np.integer, np.floating)):
         x = float(value)
         if not math.isfinite(x):
@@ -849,8 +853,8 @@ def verdict(name: str, param: str | None, value, kwargs: dict, out: Outcome) -> 
             return f"{shown}: the base call failed: {type(exc).__name__}: {exc}"
         message = str(exc).lower()
         names = _names(param)
-        if isinstance(exc, OSError) and isinstance(value, (str, os.PathLike)):
-            names += (os.fspath(value),)  # an OSError names the file
+        if isinstance(exc, OSError) and exc.filename is not None:
+            return None  # an OSError names its file (the frame prints it)
         if not any(str(n).lower() in message for n in names):
             return f"{shown}: {type(exc).__name__} does not name {param!r}: {exc}"
         return None
@@ -1002,6 +1006,10 @@ FOUND = [
     ("workload.on_off_arrivals", dict(mean_off_s=-1), ValueError, "mean_off_s must be > 0"),
     ("toyserver.tutor_workload", dict(rate_per_s=509323.0), ValueError,  # needed over 2 GiB
      "rate_per_s x duration_s needs"),
+    ("report.plan_figure", dict(path=lambda: out_path(".pdf")), ValueError, "path .the figure. must"),
+    ("traces.read_genai_perf", dict(experiment=0.5), TypeError, "experiment must be an integer"),
+    ("workload.check_arrival_count", dict(expected=10**400), ValueError, "arrivals needs an unbounded"),
+    ("workload.check_arrival_count", dict(expected=NAN), ValueError, "expected must be finite"),
 ]
 
 
