@@ -50,8 +50,10 @@ def cycle(r: Replica, batch: float, isl: int, osl: int, cached_tokens: int = 0) 
     ``step_decode_s``, ``step_mixed_s``, ``step_s`` (mean iteration = mean TPOT) and
     ``output_tokens_per_s``.
     """
-    budget = r.max_batched_tokens
-    k = cached_tokens
+    budget = _as_replica(r).max_batched_tokens
+    batch = v.check_real("batch", batch, minimum=0.0, min_inclusive=False)
+    isl, osl = _lengths(isl, osl)
+    k = v.check_int("cached_tokens", cached_tokens, minimum=0, maximum=isl - 1)
     u = isl - k                                   # prompt tokens each prefill computes
     b = min(float(batch), budget - 1.0)
     limited = False
