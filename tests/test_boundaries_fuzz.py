@@ -422,6 +422,7 @@ BASE: dict[str, dict] = {
     "queueing.servers_needed": dict(max_mean_wait_s=1.0),
     "report.plan_figure": dict(result=Fx.plan_result, path=lambda: out_path(".png")),
     "report.plan_table": dict(result=Fx.plan_result),
+    "report.check_figure_path": dict(name="path", path=lambda: out_path(".png")),
     "sizing.iteration_breakdown": dict(prefill=lambda: [(256, 0)], decode_contexts=lambda: [512] * 4),
     "sizing.iteration_time_s": dict(prefill=lambda: [(256, 0)], decode_contexts=lambda: [512] * 4),
     "sizing.prefill_work": dict(chunks=lambda: [(256, 0), (128, 256)]),
@@ -756,7 +757,10 @@ def roofline_problems(name: str, kwargs: dict, result) -> list[str]:
     r = kwargs.get(ROOFLINE[name])
     if not isinstance(r, sizing.Replica):
         return []
-    bound = invoke(driven()[name], {**kwargs, ROOFLINE[name]: _physical(r)})
+    out = bounded_call(driven()[name], {**kwargs, ROOFLINE[name]: _physical(r)}, time_limit_s(name))
+    if out.error is not None:
+        return [f"the same call at the roofline failed: {type(out.error).__name__}: {out.error}"]
+    bound = out.result
     got, top = _throughputs(result), _throughputs(bound)
     return [f"throughput {g} above the roofline {b}" for g, b in zip(got, top, strict=False)
             if g > b * (1 + 1e-9)]
@@ -853,8 +857,9 @@ def verdict(name: str, param: str | None, value, kwargs: dict, out: Outcome) -> 
             return f"{shown}: the base call failed: {type(exc).__name__}: {exc}"
         message = str(exc).lower()
         names = _names(param)
-        if isinstance(exc, OSError) and exc.filename is not None:
-            return None  # an OSError names its file (the frame prints it)
+        if isinstance(exc, OSError) and (exc.filename is not None or (
+                isinstance(value, str | os.PathLike) and os.fspath(value) in str(exc))):
+            return None  # an OSError names its file
         if not any(str(n).lower() in message for n in names):
             return f"{shown}: {type(exc).__name__} does not name {param!r}: {exc}"
         return None
@@ -1010,6 +1015,11 @@ FOUND = [
     ("traces.read_genai_perf", dict(experiment=0.5), TypeError, "experiment must be an integer"),
     ("workload.check_arrival_count", dict(expected=10**400), ValueError, "arrivals needs an unbounded"),
     ("workload.check_arrival_count", dict(expected=NAN), ValueError, "expected must be finite"),
+    ("sizing.cycle", dict(isl=-53203), ValueError, "isl must be"),  # ZeroDivisionError before
+    ("sizing.cycle", dict(r=-1), TypeError, "replica must be a sizing.Replica"),
+    ("sizing.cycle", dict(cached_tokens=512), ValueError, "cached_tokens must be an integer <="),
+    ("slo.RequestTimeline", dict(token_times_s=-1), TypeError, "token_times_s must be a sequence"),
+    ("slo.RequestTimeline", dict(token_times_s=lambda: range(10**12)), TypeError, "token_times_s"),
 ]
 
 

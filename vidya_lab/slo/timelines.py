@@ -90,6 +90,12 @@ class RequestTimeline:
         if not isinstance(self.klass, str):
             raise TypeError(f"klass must be a string, got {type(self.klass).__name__}")
         if self.token_times_s is not None:
+            if not isinstance(self.token_times_s, list | tuple | np.ndarray):
+                raise TypeError(f"token_times_s must be a sequence of times (s), got "
+                                f"{type(self.token_times_s).__name__}")
+            if len(self.token_times_s) != self.output_tokens:  # before converting a huge one
+                raise ValueError(f"token_times_s has {len(self.token_times_s)} times for "
+                                 f"output_tokens = {self.output_tokens}")
             object.__setattr__(self, "token_times_s",
                                tuple(opt_time("token_times_s", x) for x in self.token_times_s))
         problem = row_problem(self.arrival_s, s, f, c, self.output_tokens,
