@@ -204,7 +204,9 @@ def gpus_for_peak_load(r: Replica, requests_per_s: float, isl: int, osl: int, *,
     per_replica = cyc["output_tokens_per_s"]
     capacity = per_replica / osl
     replicas = math.ceil(lam / (capacity * u))
-    v.check_work("replicas for this load", replicas, 1_000_000, unit="replicas")
+    v.check_work(f"requests_per_s = {lam:g}", replicas, 1_000_000,
+                 unit=f"replicas of {r.n_gpus} x {r.gpu.id}",
+                 hint="lower the peak request rate, or use a larger replica")
     ttft = ttft_s(r, isl)
     gpus = replicas * r.n_gpus
     hourly = cost_per_hour_usd(r, replicas)
