@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 BOOK_FLAGS := -W -n --keep-going
 
-.PHONY: book test lab lint spell linkcheck bench clean page assets lite-assets
+.PHONY: book test lab lint spell linkcheck bench clean page assets lite-assets fuzz
 .DEFAULT_GOAL := book
 
 $(BIN)/python:
@@ -46,6 +46,11 @@ test: $(VENV)/.test-deps $(JS_ASSETS) lite-assets
 	$(BIN)/python tools/stale_cache.py
 	$(BIN)/ruff check vidya_lab tests benchmarks tools
 	$(BIN)/pytest
+
+# Every public callable and sub-command under adversarial input (tests/test_boundaries_fuzz.py),
+# the long profile: random examples, many more of them (`make test` runs a small fixed set).
+fuzz: $(VENV)/.test-deps
+	VIDYA_FUZZ=long $(BIN)/pytest tests/test_boundaries_fuzz.py -q --durations=15
 
 lab: $(VENV)/.book-deps
 	$(BIN)/jupyter lab --notebook-dir=chapters

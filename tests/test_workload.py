@@ -215,7 +215,7 @@ def test_expected_count_is_the_integral_of_the_rate(start_hour, duration):
 def test_huge_windows_are_refused_before_anything_is_allocated():
     from vidya_lab import autoscaling
 
-    with pytest.raises(ValueError, match="arrivals; the limit is 5e\\+07"):
+    with pytest.raises(ValueError, match="arrivals; the limit is 1e\\+07"):
         wl.student_day_profile(6.0).arrivals(1e15, seed=0)
     with pytest.raises(ValueError, match="limit"):  # the case, through the fleet's workload
         autoscaling.day_workload("normal", seed=0, duration_s=1e15)

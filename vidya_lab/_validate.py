@@ -11,7 +11,8 @@ What is here
   finite numbers, with a length bound so a huge input cannot exhaust memory);
 * other kinds: :func:`check_bool` (a real ``bool``: ``"False"`` is not false), :func:`check_choice`,
   :func:`check_str`, :func:`check_instance` (a wrong object type becomes a ``TypeError`` that names
-  the parameter, not an ``AttributeError`` later), :func:`check_labels`;
+  the parameter, not an ``AttributeError`` later), :func:`check_instances` (a list of them),
+  :func:`check_labels`;
 * sizes that bound time and memory: :func:`check_work` refuses work above a stated limit up front,
   with the limit in the message;
 * paths: :func:`check_input_file`, :func:`check_output_file`, :func:`check_output_dir` (checked
@@ -328,3 +329,19 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
 def atomic_write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> Path:
     """:func:`atomic_write_bytes` for text (UTF-8 by default)."""
     return atomic_write_bytes(path, text.encode(encoding))
+
+
+def check_instances(name: str, values: object, cls, what: str | None = None, *,
+                    max_length: int = 1_000_000) -> list:
+    """Return ``values`` as a list if it is a list or tuple of at most ``max_length`` instances of
+    ``cls``; the ``TypeError`` names the parameter, or its first entry of another type
+    (``layouts[2] must be a layouts.Layout, got dict``)."""
+    what = what or (cls.__name__ if not isinstance(cls, tuple) else " or ".join(
+        c.__name__ for c in cls))
+    if not isinstance(values, (list, tuple)):
+        raise TypeError(f"{name} must be a list of {what}, got {type(values).__name__}")
+    if len(values) > max_length:
+        raise ValueError(f"{name} may hold at most {max_length:,} entries, got {len(values):,}")
+    for i, value in enumerate(values):
+        check_instance(f"{name}[{i}]", value, cls, what)
+    return list(values)

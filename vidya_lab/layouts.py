@@ -288,6 +288,8 @@ def rank(found: list[Layout], tolerance: float = COST_TIE_TOLERANCE) -> list[Lay
     """Layouts in the search's order (:func:`search_layouts`): those meeting the targets within
     ``tolerance`` of the cheapest such layout's cost first, simplest first (fewer nodes per replica,
     no pipeline, fewer GPUs per replica, then cost); then the rest by :func:`_rank_key`."""
+    found = v.check_instances("found", found, Layout)
+    tolerance = v.check_fraction("tolerance", tolerance)
     met = [x.cost_per_hour for x in found if x.meets_slo]
     if not met:
         return sorted(found, key=_rank_key)
@@ -309,7 +311,8 @@ def pareto_frontier(layouts) -> list[Layout]:
 
     A layout is dominated when another costs no more and streams no slower, and is better on one.
     """
-    pts = sorted((x for x in layouts if x.fits), key=lambda x: (x.cost_per_hour, x.tpot_s))
+    pts = sorted((x for x in v.check_instances("layouts", layouts, Layout) if x.fits),
+                 key=lambda x: (x.cost_per_hour, x.tpot_s))
     out, best_tpot = [], math.inf
     for x in pts:
         if x.tpot_s < best_tpot:
@@ -325,7 +328,8 @@ def cost_vs_tpot_target(model, gpu, tpot_targets, **kwargs) -> list[dict]:
     ``cost_per_hour`` (None when no layout meets it). ``kwargs`` as :func:`search_layouts`.
     """
     rows = []
-    for t in tpot_targets:
+    for t in v.check_reals("tpot_targets", tpot_targets, minimum=0.0, min_inclusive=False,
+                           max_length=1000):
         best = cheapest_layout(model, gpu, tpot_target_s=t, **kwargs)
         rows.append({"tpot_target_s": float(t), "layout": best,
                      "cost_per_hour": None if best is None else best.cost_per_hour})

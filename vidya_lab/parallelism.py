@@ -197,8 +197,9 @@ def layout_links(gpu: GPU | str, tp: int, pp: int = 1, *, interconnect: Link | s
     tp = _tp(tp)
     pp = v.check_int("pp", pp, minimum=1, maximum=MAX_DEGREE)
     gpn = v.check_int("gpus_per_node", gpus_per_node, minimum=1, maximum=MAX_DEGREE)
-    intra = gpu_link(g) if interconnect is None else get_link(interconnect)
-    inter = get_link(DEFAULT_INTER_NODE_LINK if inter_node is None else inter_node)
+    intra = gpu_link(g) if interconnect is None else get_link(interconnect, name="interconnect")
+    inter = get_link(DEFAULT_INTER_NODE_LINK if inter_node is None else inter_node,
+                     name="inter_node")
     nodes = math.ceil(tp * pp / gpn)
     if tp >= gpn:
         crossing = pp - 1  # every stage fills (or overflows) a node: every hand-off leaves it

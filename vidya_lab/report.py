@@ -68,9 +68,21 @@ def _risk_lines(risks: dict) -> list[str]:
     return lines
 
 
+#: Keys of :func:`vidya_lab.plan.plan`'s result the report reads first (a check, not the list).
+PLAN_KEYS = ("gpu", "gpus", "day", "policy", "scenario", "candidates", "monthly_cost")
+
+
+def _plan_result(result) -> dict:
+    v.check_instance("result", result, dict, "dict (from vidya_lab.plan.plan)")
+    missing = [k for k in PLAN_KEYS if k not in result]
+    if missing:
+        raise ValueError(f"result is not a plan (from vidya_lab.plan.plan): no {missing}")
+    return result
+
+
 def plan_table(result: dict) -> str:
     """The plan as plain text: the answer first, then latencies, money, candidates and risks."""
-    s = result["scenario"]
+    s = _plan_result(result)["scenario"]
     lines = [f"Plan for {s['model_id']} on {'an exam' if result['day'] == 'exam' else 'a normal'} "
              f"day (peak {_peak(result):g} requests/s, {result['policy']} autoscaling)", "",
              *_headline(result), "",
@@ -150,14 +162,22 @@ def _figure_candidates(ax, result: dict) -> None:
     ax.set_title("The cheapest layout of each GPU type that meets the targets", loc="left")
 
 
+def check_figure_path(name: str, path) -> Path:
+    """``path`` as a writable ``.png`` or ``.svg`` file path, checked before any work (``name``:
+    the parameter or option the message names)."""
+    path = v.check_output_file(name, path)
+    if path.suffix.lower() not in (".png", ".svg"):
+        raise ValueError(f"{name} (the figure) must end in .png or .svg, got {path.name!r}")
+    return path
+
+
 def plan_figure(result: dict, path=None):
     """The one-page figure (a matplotlib Figure); written to ``path`` (.png or .svg) if given."""
     import matplotlib
 
+    _plan_result(result)
     if path is not None:
-        path = v.check_output_file("path", path)
-        if path.suffix.lower() not in (".png", ".svg"):
-            raise ValueError(f"figure must end in .png or .svg, got {path.name!r}")
+        path = check_figure_path("path", path)
         matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 

@@ -92,7 +92,8 @@ def saturation_rate_per_s(replica: sizing.Replica, prompt_tokens: int, output_to
     ``u × this`` keeps the replica about ``u`` busy.
     """
     v.check_instance("replica", replica, sizing.Replica, "vidya_lab.sizing.Replica")
+    isl = v.check_int("prompt_tokens", prompt_tokens, minimum=1)
     osl = v.check_int("output_tokens", output_tokens, minimum=1)
-    sat = sizing.saturated_throughput(replica, prompt_tokens, osl)
+    sat = sizing.saturated_throughput(replica, isl, osl)
     return sat["output_tokens_per_s"] / osl
 

@@ -35,6 +35,9 @@ GB = 1e9
 #: The longest cold start, or any part of it (seconds): 30 days. Longer than any window
 #: simulated, so a replica that slow never serves; the bound only keeps time arithmetic exact.
 MAX_START_S = 30 * 86400.0
+#: Largest warmed prefix (tokens) and number of subject prompts a warm-up may hold.
+MAX_PREFIX_TOKENS = 1_000_000
+MAX_WARM_SUBJECTS = 10_000
 
 #: Llama-2-70B, downloaded and initialised from S3 in 4 min 25 s before Anyscale's optimisation
 #: (facts.md, "Cold start and model loading" [SECONDARY]): the naive storage path's bandwidth.
@@ -94,6 +97,11 @@ def prefix_warm_up_s(replica: sizing.Replica, syllabus_tokens: int, subjects: in
     ``(r, prefill=[(chunk, cached)])``; one token of output is enough to fill the cache.
     """
     r = as_replica(replica)
+    syllabus_tokens = v.check_int("syllabus_tokens", syllabus_tokens, minimum=0,
+                                  maximum=MAX_PREFIX_TOKENS)
+    subjects = v.check_int("subjects", subjects, minimum=0, maximum=MAX_WARM_SUBJECTS)
+    subject_tokens = v.check_int("subject_tokens", subject_tokens, minimum=0,
+                                 maximum=MAX_PREFIX_TOKENS)
     if subjects == 0 or syllabus_tokens + subject_tokens == 0:
         return 0.0
     total = 0.0
@@ -156,9 +164,9 @@ class ColdStart:
             v.check_real(name, getattr(self, name), minimum=0.0, min_inclusive=False,
                          maximum=1e13)
         v.check_bool("weights_on_nvme", self.weights_on_nvme)
-        v.check_int("syllabus_tokens", self.syllabus_tokens, minimum=0, maximum=1_000_000)
-        v.check_int("subjects", self.subjects, minimum=0, maximum=10_000)
-        v.check_int("subject_tokens", self.subject_tokens, minimum=0, maximum=1_000_000)
+        v.check_int("syllabus_tokens", self.syllabus_tokens, minimum=0, maximum=MAX_PREFIX_TOKENS)
+        v.check_int("subjects", self.subjects, minimum=0, maximum=MAX_WARM_SUBJECTS)
+        v.check_int("subject_tokens", self.subject_tokens, minimum=0, maximum=MAX_PREFIX_TOKENS)
 
     def parts_s(self, replica: sizing.Replica) -> dict[str, float]:
         """Each part of a cold start of ``replica``, seconds, in the order they happen.

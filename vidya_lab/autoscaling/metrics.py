@@ -26,6 +26,15 @@ def _args(run, target) -> slo.SLO:
     return tutor_slo() if target is None else v.check_instance("target", target, slo.SLO, "slo.SLO")
 
 
+def _given_hours(hours) -> list[dict]:
+    v.check_instance("hours", hours, (list, tuple), "list of dicts (from hourly)")
+    for i, h in enumerate(hours):
+        if not isinstance(h, dict) or not {"attainment", "replicas_mean"} <= h.keys():
+            raise TypeError(f"hours[{i}] must be a dict of hourly() (with 'attainment' and "
+                            f"'replicas_mean'), got {type(h).__name__}")
+    return list(hours)
+
+
 def hourly(run: FleetRun, target: slo.SLO | None = None) -> list[dict]:
     """Per hour of the window (by arrival for requests, by time for replicas).
 
@@ -96,7 +105,7 @@ def summary(run: FleetRun, target: slo.SLO | None = None, *, hours: list[dict] |
     target = _args(run, target)
     c = run.counts()
     ok = run.meets(target)
-    hrs = hourly(run, target) if hours is None else hours
+    hrs = hourly(run, target) if hours is None else _given_hours(hours)
     s = run.series
     size = s["serving"] + s["starting"] + s["draining"]
     return {

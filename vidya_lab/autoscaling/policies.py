@@ -263,6 +263,7 @@ def make_policy(policy: str, model: ReplicaModel, *, day: str | DiurnalProfile =
     yesterday's arrivals: a day of kind ``yesterday``, default the same as today, drawn with another
     seed; ``reactive``, if given, is its live floor). Every target is a :func:`utilisation`."""
     v.check_choice("policy", policy, POLICIES)
+    utilisation = v.check_fraction("utilisation", utilisation, allow_zero=False)
     if reactive is not None:
         v.check_instance("reactive", reactive, Reactive)
     if policy == "reactive":

@@ -13,9 +13,10 @@ import math
 import statistics
 from collections.abc import Sequence
 
+from vidya_lab import _validate as v
 from vidya_lab import sizing
 from vidya_lab.calibration.replay import is_timing, predict_row
-from vidya_lab.calibration.rows import Row, load_rows
+from vidya_lab.calibration.rows import Row, check_row, check_rows, load_rows
 from vidya_lab.sizing import PARAMETERS, PHYSICAL, Calibration
 
 #: The parameters the fit searches, in search order.
@@ -28,29 +29,38 @@ GPU_SCALE_RANGE = (0.3, 1.5)
 #: A metric whose value is set by the offered load, not by the model (not scored).
 LOAD_SET = "output_throughput_total (QPS=2)"
 BASE = Calibration(memory_ceiling="achievable", name="base")
+#: Most rounds of the search (each halves the step: 30 rounds is a step of 1e-9 in log space).
+MAX_ROUNDS = 30
 
 
 def timing_rows(rows: list[Row] | None = None) -> list[Row]:
     """The measured timing rows the model predicts (default: every packaged row, extra included)."""
-    rows = load_rows(extra=True) if rows is None else rows
+    rows = load_rows(extra=True) if rows is None else check_rows("rows", rows)
     return [r for r in rows if is_timing(r)]
+
+
+def _calibration(calibration) -> Calibration:
+    """The fitted calibration for ``None``; else ``calibration``, checked."""
+    if calibration is None:
+        return sizing.fitted_calibration()
+    return v.check_instance("calibration", calibration, Calibration, "sizing.Calibration")
 
 
 def gpu_of(row: Row) -> str:
     """The catalog id of the row's GPU."""
     from vidya_lab import catalog
 
-    return catalog.gpu_id_for(row.gpu)
+    return catalog.gpu_id_for(check_row("row", row).gpu)
 
 
 def reference_rows(rows: list[Row]) -> list[Row]:
     """The rows that fit the shared parameters (not those of :data:`OWN_SCALE_GPUS`)."""
-    return [r for r in rows if gpu_of(r) not in OWN_SCALE_GPUS]
+    return [r for r in check_rows("rows", rows) if gpu_of(r) not in OWN_SCALE_GPUS]
 
 
 def metric_key(row: Row) -> str:
     """The metric with its load condition, e.g. ``"mean_ttft (QPS=2)"``."""
-    qps = row.offered_qps
+    qps = check_row("row", row).offered_qps
     if qps is None:
         return row.metric
     return f"{row.metric} (QPS={'INF' if math.isinf(qps) else f'{qps:g}'})"
@@ -66,13 +76,16 @@ def _higher_is_better(metric: str) -> bool:
 
 def calibration_from(values: dict, template: Calibration = BASE, name: str = "trial") -> Calibration:
     """``template`` with the fitted parameters set from ``values`` (a name → value dict)."""
-    params = template.parameters()
+    v.check_instance("values", values, dict, "dict of parameter name -> value")
+    params = v.check_instance("template", template, Calibration, "sizing.Calibration").parameters()
     params.update(values)
     return Calibration.from_parameters(params, name)
 
 
 def loss(cal: Calibration, rows: Sequence[Row]) -> float:
     """Σ log(predicted/measured)² over the scored rows; inf if any prediction fails."""
+    v.check_instance("cal", cal, Calibration, "sizing.Calibration")
+    rows = check_rows("rows", rows)
     total = 0.0
     for row in _scored(rows):
         try:
@@ -96,7 +109,14 @@ def fit(rows: list[Row] | None = None, *, pinned: dict | None = None, rounds: in
     from vidya_lab.calibration.rows import split
 
     rows = split(reference_rows(timing_rows()))[0] if rows is None else timing_rows(rows)
-    pinned = dict(pinned or {})
+    pinned = dict(v.check_instance("pinned", pinned, dict, "dict of parameter name -> value")
+                  if pinned is not None else {})
+    unknown = sorted(set(pinned) - set(FITTED))
+    if unknown:
+        raise ValueError(f"pinned names unknown parameter(s) {unknown}; fitted: {list(FITTED)}")
+    rounds = v.check_int("rounds", rounds, minimum=0, maximum=MAX_ROUNDS)
+    v.check_instance("template", template, Calibration, "sizing.Calibration")
+    v.check_str("name", name)
     free = [n for n in FITTED if n not in pinned]
     x = {n: _start(n) for n in free}
     x.update(pinned)
@@ -122,6 +142,10 @@ def fit_gpu(gpu_id: str, shared: Calibration, rows: list[Row] | None = None) -> 
     """(factor on both efficiencies, per-sequence cost) that best fit ``gpu_id``'s own rows, with
     every other parameter held at ``shared``: a coordinate search of the two, each inside its
     range (:data:`GPU_SCALE_RANGE`; ``sequence_overhead_s``'s range)."""
+    from vidya_lab import catalog
+
+    gpu_id = catalog.get_gpu(v.check_str("gpu_id", gpu_id)).id
+    v.check_instance("shared", shared, Calibration, "sizing.Calibration")
     own = [r for r in timing_rows(rows) if gpu_of(r) == gpu_id]
     if not own:
         raise ValueError(f"no timing rows for {gpu_id}: its calibration cannot be fitted")
@@ -174,7 +198,7 @@ def _clip(name: str, value: float) -> float:
 def fit_errors(calibration: Calibration | None = None, rows: list[Row] | None = None) -> dict:
     """Relative errors per metric: {metric_key: {"n", "median_abs_rel_error",
     "worst_abs_rel_error", "median_rel_error"}} over the scored timing rows (default: all)."""
-    cal = sizing.fitted_calibration() if calibration is None else calibration
+    cal = _calibration(calibration)
     errs: dict[str, list[float]] = {}
     for row in _scored(timing_rows(rows)):
         p = predict_row(row, cal)
@@ -184,6 +208,7 @@ def fit_errors(calibration: Calibration | None = None, rows: list[Row] | None = 
 
 def summarise(errors: Sequence[float]) -> dict:
     """n, median |error|, worst |error| and median signed error of relative errors."""
+    errors = v.check_reals("errors", errors, allow_empty=False).tolist()
     return {"n": len(errors), "median_abs_rel_error": statistics.median(abs(x) for x in errors),
             "worst_abs_rel_error": max(abs(x) for x in errors),
             "median_rel_error": statistics.median(errors)}
@@ -191,7 +216,7 @@ def summarise(errors: Sequence[float]) -> dict:
 
 def throughput_error(calibration: Calibration | None = None, rows: list[Row] | None = None) -> dict:
     """The error over every throughput row together (the issue's "throughput rows")."""
-    cal = sizing.fitted_calibration() if calibration is None else calibration
+    cal = _calibration(calibration)
     errs = [(predict_row(r, cal) - r.si_value) / r.si_value
             for r in _scored(timing_rows(rows)) if _higher_is_better(r.metric)]
     return summarise(errs) if errs else {"n": 0}

@@ -31,7 +31,7 @@ from vidya_lab.calibration.fit import (
     throughput_error,
     timing_rows,
 )
-from vidya_lab.calibration.rows import split
+from vidya_lab.calibration.rows import check_rows, split
 from vidya_lab.sizing import PARAMETERS, Calibration
 
 NAME = ("fitted on published timing rows (TensorRT-LLM v0.9, v0.14 and v1.0 on A100/H100/H200/L40S; "
@@ -69,7 +69,8 @@ def layout_lesson(calibration: Calibration) -> dict:
 
 def sensitivity(fit_rows=None) -> list[dict]:
     """Refit with each parameter pinned at each end of its range (module docstring)."""
-    rows = split(reference_rows(timing_rows()))[0] if fit_rows is None else fit_rows
+    rows = split(reference_rows(timing_rows()))[0] if fit_rows is None else \
+        check_rows("fit_rows", fit_rows)
     out = []
     for name in (*FITTED, "collective_latency_scale"):
         p = PARAMETERS[name]
@@ -90,6 +91,7 @@ def sensitivity(fit_rows=None) -> list[dict]:
 
 def build_document(*, with_sensitivity: bool = True) -> dict:
     """Everything calibration.json holds, computed afresh."""
+    v.check_bool("with_sensitivity", with_sensitivity)
     rows = timing_rows()
     fit_rows, held = split(reference_rows(rows))
     shared = fit(fit_rows, name=NAME)
@@ -136,6 +138,7 @@ def write_calibration(path, *, with_sensitivity: bool = True) -> dict:
     """Refit and write the calibration document to ``path`` (required: no silent default),
     atomically; return what was written."""
     target = v.check_output_file("path", path)
+    v.check_bool("with_sensitivity", with_sensitivity)
     doc = build_document(with_sensitivity=with_sensitivity)
     v.atomic_write_text(target, json.dumps(doc, indent=2) + "\n")
     return doc

@@ -27,7 +27,7 @@ import math
 
 from vidya_lab import _validate as v
 from vidya_lab import catalog, sizing
-from vidya_lab.calibration.rows import Row
+from vidya_lab.calibration.rows import Row, check_row
 from vidya_lab.sizing import Calibration, Replica
 from vidya_lab.sizing.engine import TRTLLM_MAX_BATCH, TRTLLM_MAX_NUM_TOKENS
 from vidya_lab.sizing.replica import MAX_NUM_SEQS
@@ -55,6 +55,7 @@ MAX_REPLAY_REQUESTS = 200_000
 def rule_for(row: Row) -> str | None:
     """The memory rule of the row's engine (:data:`SOURCE_RULE`); None when the source is not one
     the model replays."""
+    check_row("row", row)
     for start, rule in SOURCE_RULE.items():
         if row.source.startswith(start):
             return rule
@@ -69,6 +70,7 @@ def is_ambiguous(row: Row) -> bool:
 def is_timing(row: Row) -> bool:
     """A measured timing row the model predicts: a replayed source and metric, catalog ids, an
     engine layout, and (for an ambiguous throughput) isl/osl within :data:`AMBIGUITY_LIMIT`."""
+    check_row("row", row)
     if row.metric not in FIT_METRICS or rule_for(row) is None or row.si_value is None:
         return False
     try:
@@ -97,6 +99,7 @@ def _stated_max_seqs(row: Row) -> int | None:
 
 def replica_for(row: Row, calibration: Calibration, **kwargs) -> Replica:
     """The replica a published timing row ran on (its engine's memory rule and limits)."""
+    v.check_instance("calibration", calibration, Calibration, "sizing.Calibration")
     rule = rule_for(row)
     kw = {"max_batched_tokens": TRTLLM_MAX_NUM_TOKENS, "max_num_seqs": TRTLLM_MAX_BATCH} \
         if rule == "trtllm" else {}
@@ -210,7 +213,8 @@ def _requests_in(row: Row) -> int:
 def predict_row(row: Row, calibration: Calibration | None = None) -> float | None:
     """The model's prediction for one timing row, in the row's SI unit (s or tokens/s); None if the
     row is not a timing measurement the model predicts."""
-    cal = sizing.fitted_calibration() if calibration is None else calibration
+    cal = sizing.fitted_calibration() if calibration is None else \
+        v.check_instance("calibration", calibration, Calibration, "sizing.Calibration")
     if not is_timing(row):
         return None
     if row.metric == "ttft_bs1":

@@ -133,6 +133,23 @@ def _holdout(row: Row) -> bool:
 def split(rows: list[Row]) -> tuple[list[Row], list[Row]]:
     """(fit rows, held-out rows): one configuration in :data:`HOLDOUT_EVERY` is held out, chosen by
     a SHA-256 of its configuration key, so the split is the same on every machine."""
+    rows = check_rows("rows", rows)
     fit = [r for r in rows if not _holdout(r)]
     held = [r for r in rows if _holdout(r)]
     return fit, held
+
+
+def check_row(name: str, row) -> Row:
+    """``row`` if it is a :class:`Row`; else a ``TypeError`` naming ``name``."""
+    return v.check_instance(name, row, Row, "calibration.Row (from load_rows)")
+
+
+def check_rows(name: str, rows) -> list[Row]:
+    """``rows`` as a list if it is a sequence of :class:`Row`; else a ``TypeError`` naming
+    ``name`` (or the first entry that is not a row)."""
+    if isinstance(rows, (str, bytes, dict)) or not isinstance(rows, (list, tuple)):
+        raise TypeError(f"{name} must be a list of calibration.Row (from load_rows), got "
+                        f"{type(rows).__name__}")
+    for i, row in enumerate(rows):
+        check_row(f"{name}[{i}]", row)
+    return list(rows)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 
+from vidya_lab import _validate as v
 from vidya_lab.catalog.gpus import GPU, GPUS
 from vidya_lab.catalog.links import (
     DEFAULT_INTER_NODE_LINK,
@@ -54,13 +55,17 @@ def gpu_link(gpu: str | GPU) -> Link:
 
 # ----------------------------------------------------------------------------- look-ups
 
-def _lookup(table: dict, kind: str, key):
+def _lookup(table: dict, kind: str, key, name: str | None = None):
+    """``table[key]``; the messages name the parameter ``name`` when it is not ``kind`` (e.g. a
+    ``kv_precision`` is a precision)."""
     if not isinstance(key, str):
-        raise TypeError(f"{kind} must be an id string, got {key!r} ({type(key).__name__})")
+        what = "an id string" if name in (None, kind) else f"a {kind} id string"
+        raise TypeError(f"{name or kind} must be {what}, got {v._show(key)} ({type(key).__name__})")
     try:
         return table[key.strip().lower()]
     except KeyError:
-        raise KeyError(f"unknown {kind} {key!r}; known: {', '.join(table)}") from None
+        where = "" if name in (None, kind) else f" for {name}"
+        raise KeyError(f"unknown {kind} {v._show(key)}{where}; known: {', '.join(table)}") from None
 
 
 def get_model(model: str | Model) -> Model:
@@ -73,10 +78,10 @@ def get_gpu(gpu: str | GPU) -> GPU:
     return gpu if isinstance(gpu, GPU) else _lookup(GPUS, "gpu", gpu)
 
 
-def get_precision(precision: str | Precision) -> Precision:
+def get_precision(precision: str | Precision, *, name: str = "precision") -> Precision:
     """The :class:`Precision` for ``"fp16"``, ``"bf16"``, ``"fp8"``, ``"int8"``, ``"int4"`` or
-    ``"fp4"``."""
-    return precision if isinstance(precision, Precision) else _lookup(PRECISIONS, "precision", precision)
+    ``"fp4"``; ``name``: the parameter the messages name (e.g. ``"kv_precision"``)."""
+    return precision if isinstance(precision, Precision) else _lookup(PRECISIONS, "precision", precision, name)
 
 
 def bytes_per_element(precision: str | Precision) -> float:

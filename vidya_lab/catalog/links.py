@@ -58,7 +58,8 @@ class Link:
     source: str
 
     def __post_init__(self) -> None:
-        v.check_str("id", self.id)
+        for name in ("id", "name", "source"):
+            v.check_str(name, getattr(self, name))
         for name in ("bytes_per_s", "allreduce_bus_bytes_per_s"):
             v.check_real(name, getattr(self, name), minimum=0.0, min_inclusive=False)
         for name in ("allreduce_base_s", "allreduce_hop_s", "p2p_latency_s"):
@@ -138,14 +139,17 @@ LINKS: dict[str, Link] = {
 }
 
 
-def get_link(link: str | Link) -> Link:
+def get_link(link: str | Link, *, name: str = "link") -> Link:
     """The :class:`Link` for an id such as ``"nvlink4"`` or ``"infiniband-ndr"`` (a Link passes
-    through); an unknown id is a ``KeyError`` listing the known ones."""
+    through); an unknown id is a ``KeyError`` listing the known ones. ``name``: the parameter the
+    messages name (e.g. ``"interconnect"``)."""
     if isinstance(link, Link):
         return link
+    what = "an id string" if name == "link" else "a link id string"
     if not isinstance(link, str):
-        raise TypeError(f"link must be an id string, got {link!r} ({type(link).__name__})")
+        raise TypeError(f"{name} must be {what}, got {v._show(link)} ({type(link).__name__})")
     try:
         return LINKS[link.strip().lower()]
     except KeyError:
-        raise KeyError(f"unknown link {link!r}; known: {', '.join(LINKS)}") from None
+        where = "" if name == "link" else f" for {name}"
+        raise KeyError(f"unknown link {v._show(link)}{where}; known: {', '.join(LINKS)}") from None

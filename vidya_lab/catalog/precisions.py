@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from vidya_lab import _validate as v
+
 #: Tensor-core rates a matrix multiply can run at (the GPU's ``<compute>_flops_per_s`` fields).
 COMPUTE_KINDS = ("bf16", "fp8", "int8", "fp4")
 
@@ -27,6 +29,13 @@ class Precision:
     bytes_per_element: float
     compute: str
     source: str
+
+    def __post_init__(self) -> None:
+        v.check_str("id", self.id)
+        v.check_real("bytes_per_element", self.bytes_per_element, minimum=0.0, maximum=8.0,
+                     min_inclusive=False)
+        v.check_choice("compute", self.compute, COMPUTE_KINDS)
+        v.check_str("source", self.source)
 
 
 PRECISIONS: dict[str, Precision] = {

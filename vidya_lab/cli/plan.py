@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 
 import vidya_lab.cli._calibration as calibration_option
-from vidya_lab._validate import check_output_file
 from vidya_lab.cli import UsageError, print_json
 
 
@@ -63,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     if not precisions:
         raise UsageError("--precisions must name at least one precision, e.g. bf16,fp8")
     if args.figure:  # checked before the work, not after it
-        check_output_file("--figure", args.figure)
+        report.check_figure_path("--figure", args.figure)
     cal = calibration_option.load(args)
     result = planner.plan(scenario, gpu_ids=gpu_ids, precisions=precisions, day=args.day,
                           policy=args.policy, cold_start_s=args.cold_start_s,

@@ -37,6 +37,7 @@ from vidya_lab.plan.candidates import (
 )
 from vidya_lab.plan.confirm import (
     FAR_MISS,
+    MAX_COLD_START_S,
     MAX_CONFIRMED_CANDIDATES,
     MAX_SPARE_REPLICAS,
     PLAN_DT_S,
@@ -54,8 +55,6 @@ DAYS_PER_MONTH = 30
 DEFAULT_TRAFFIC_MARGIN = 0.2
 #: Kept for readers of the earlier planner: the margin is now the confirmation's criterion.
 RISK_TRAFFIC_FACTOR = 1.0 + DEFAULT_TRAFFIC_MARGIN + EXTRA_BEYOND_MARGIN
-#: Longest cold start the planner takes, seconds (four hours: longer than any morning rush).
-MAX_COLD_START_S = 4 * 3600.0
 DAYS = autoscaling.DAYS
 POLICIES = autoscaling.POLICIES
 
@@ -68,6 +67,7 @@ __all__ = ["Candidate", "DAYS", "DAYS_PER_MONTH", "DEFAULT_TRAFFIC_MARGIN", "FAR
 def prefix_tokens(scenario: Scenario, share: float | None = None) -> int:
     """Prompt tokens every request finds in a warm replica's prefix cache: the syllabus and the
     subject prompt (``share`` of the mean prompt instead, if given), whole blocks only."""
+    v.check_instance("scenario", scenario, Scenario, "scenario.Scenario")
     if share is None:
         tokens = scenario.syllabus_prompt_tokens + scenario.subject_prompt_tokens
     else:
@@ -220,6 +220,7 @@ def _prefix_ttft(rep: sizing.Replica, scenario: Scenario, cached: int) -> dict:
 
 def what_if(scenario: Scenario = TANVI, **changes) -> Scenario:
     """The scenario with some givens changed: ``what_if(exam_multiplier=12)``; names are checked."""
+    v.check_instance("scenario", scenario, Scenario, "scenario.Scenario")
     fields = set(Scenario.__dataclass_fields__)
     unknown = sorted(set(changes) - fields)
     if unknown:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from vidya_lab import _validate as v
 from vidya_lab import layouts, sizing, slo
-from vidya_lab.catalog import get_gpu
+from vidya_lab.autoscaling.day import DAYS
+from vidya_lab.catalog import get_gpu, get_precision
 from vidya_lab.scenario import TANVI, Scenario
 from vidya_lab.workload import student_day_profile
 
@@ -25,6 +27,14 @@ class Candidate:
     layout: layouts.Layout
     calibration: sizing.Calibration | None = None
 
+    def __post_init__(self) -> None:
+        get_gpu(v.check_str("gpu", self.gpu))
+        get_precision(v.check_str("precision", self.precision))
+        v.check_instance("layout", self.layout, layouts.Layout, "layouts.Layout")
+        if self.calibration is not None:
+            v.check_instance("calibration", self.calibration, sizing.Calibration,
+                             "sizing.Calibration")
+
     @property
     def cost_per_hour(self) -> float:
         return self.layout.cost_per_hour
@@ -37,14 +47,27 @@ class Candidate:
         return {"gpu": self.gpu, "precision": self.precision, **self.layout.as_dict()}
 
 
+#: Largest traffic factor a day may be scaled by (a hundred times the forecast).
+MAX_TRAFFIC_FACTOR = 100.0
+
+
+def _day(scenario, day, traffic_factor) -> float:
+    v.check_instance("scenario", scenario, Scenario, "scenario.Scenario")
+    v.check_choice("day", day, DAYS)
+    return v.check_real("traffic_factor", traffic_factor, minimum=0.0, min_inclusive=False,
+                        maximum=MAX_TRAFFIC_FACTOR)
+
+
 def peak_rps(scenario: Scenario, day: str, traffic_factor: float = 1.0) -> float:
     """The day's peak request rate × ``traffic_factor``, requests/s."""
+    traffic_factor = _day(scenario, day, traffic_factor)
     peak = scenario.exam_peak_rps if day == "exam" else scenario.normal_peak_rps
     return peak * traffic_factor
 
 
 def day_curve(scenario: Scenario, day: str, traffic_factor: float = 1.0):
     """The day's traffic curve (chapter 6) for ``scenario``, scaled by ``traffic_factor``."""
+    traffic_factor = _day(scenario, day, traffic_factor)
     return student_day_profile(scenario.normal_peak_rps * traffic_factor,
                                exam_season=(day == "exam"),
                                exam_multiplier=scenario.exam_multiplier)
@@ -52,6 +75,7 @@ def day_curve(scenario: Scenario, day: str, traffic_factor: float = 1.0):
 
 def target(scenario: Scenario) -> slo.SLO:
     """The scenario's latency targets."""
+    v.check_instance("scenario", scenario, Scenario, "scenario.Scenario")
     return slo.SLO(ttft_s=scenario.ttft_target_s, tpot_s=scenario.tpot_target_s)
 
 
@@ -65,7 +89,11 @@ def candidates(scenario: Scenario = TANVI, *, gpu_ids=None, precisions=("bf16", 
     ordered by the cost of their first layout. A GPU type without fp8 support (the A100) is skipped
     for fp8; a GPU type on which no layout meets the targets contributes nothing.
     """
-    gpu_ids = scenario.candidate_gpu_ids if gpu_ids is None else tuple(gpu_ids)
+    v.check_instance("scenario", scenario, Scenario, "scenario.Scenario")
+    gpu_ids = scenario.candidate_gpu_ids if gpu_ids is None else tuple(
+        v.check_instances("gpu_ids", list(gpu_ids) if isinstance(gpu_ids, (set, range)) else
+                          gpu_ids, str, "GPU id string"))
+    precisions = v.check_instances("precisions", precisions, str, "precision id string")
     if not gpu_ids:
         raise ValueError("gpu_ids must name at least one GPU type")
     if not precisions:
@@ -95,7 +123,7 @@ def candidates(scenario: Scenario = TANVI, *, gpu_ids=None, precisions=("bf16", 
 def cheapest_per_gpu(cands: list[Candidate]) -> list[Candidate]:
     """The cheapest candidate of each (GPU type, precision), in cost order."""
     seen, out = set(), []
-    for c in cands:
+    for c in v.check_instances("cands", cands, Candidate, "plan.Candidate"):
         if (c.gpu, c.precision) not in seen:
             seen.add((c.gpu, c.precision))
             out.append(c)

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 from vidya_lab import _validate as v
 from vidya_lab import autoscaling
+from vidya_lab.autoscaling.cold_start import MAX_PREFIX_TOKENS
+from vidya_lab.autoscaling.day import DAYS
 from vidya_lab.plan.candidates import Candidate, day_curve, target
 from vidya_lab.scenario import Scenario
 
@@ -33,6 +35,10 @@ FAR_MISS = 0.05
 PLAN_DT_S = 10.0
 #: Largest fleet a simulated day may grow to, replicas.
 PLAN_MAX_REPLICAS = 256
+#: Longest cold start the planner takes, seconds (four hours: longer than any morning rush).
+MAX_COLD_START_S = 4 * 3600.0
+#: Largest forecast error a plan is confirmed against (+200 % traffic).
+MAX_TRAFFIC_MARGIN = 2.0
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,17 @@ class Options:
     seed: int = 0
     dt_s: float = PLAN_DT_S
 
+    def __post_init__(self) -> None:
+        v.check_choice("day", self.day, DAYS)
+        v.check_choice("policy", self.policy, autoscaling.POLICIES)
+        if self.cold_start_s is not None:  # a start longer than the rush makes autoscaling moot
+            v.check_real("cold_start_s", self.cold_start_s, minimum=0.0, maximum=MAX_COLD_START_S)
+        v.check_int("cached_prefix_tokens", self.cached_prefix_tokens, minimum=0,
+                    maximum=MAX_PREFIX_TOKENS)
+        v.check_real("traffic_margin", self.traffic_margin, minimum=0.0, maximum=MAX_TRAFFIC_MARGIN)
+        v.check_int("seed", self.seed, minimum=0)
+        v.check_real("dt_s", self.dt_s, minimum=0.1, maximum=60.0)
+
 
 def simulate(candidate: Candidate, scenario: Scenario, opts: Options, *, utilisation: float,
              headroom: int, traffic_factor: float = 1.0, policy: str | None = None,
@@ -58,6 +75,8 @@ def simulate(candidate: Candidate, scenario: Scenario, opts: Options, *, utilisa
     ``"fluid"`` runs chapter 6's fluid fleet instead of every request (for what needs only
     attainment, replicas and cost; its distance from the request-level day is tested).
     Returns :func:`vidya_lab.autoscaling.simulate_day`'s dict."""
+    v.check_instance("candidate", candidate, Candidate, "plan.Candidate")
+    v.check_instance("opts", opts, Options, "plan.Options")
     forecast = day_curve(scenario, opts.day)
     actual = day_curve(scenario, opts.day, traffic_factor)
     rep = candidate.replica()
@@ -103,7 +122,7 @@ def confirm(ranked: list[Candidate], scenario: Scenario, opts: Options):
     or None, ``margin_run`` the accepted simulation at ``1 + traffic_margin`` × the forecast, and
     ``confirmed`` one record per simulation tried.
     """
-    factor = 1.0 + v.check_real("traffic_margin", opts.traffic_margin, minimum=0.0, maximum=2.0)
+    factor = 1.0 + v.check_instance("opts", opts, Options, "plan.Options").traffic_margin
     confirmed = []
     for cand in ranked[:MAX_CONFIRMED_CANDIDATES]:
         for utilisation, spare in tries():

@@ -47,7 +47,7 @@ class StepCost:
                  "seq_overhead")
 
     def __init__(self, r: Replica) -> None:
-        m, g, cal = r.model, r.gpu, r.calibration
+        m, g, cal = _as_replica(r, "r").model, r.gpu, r.calibration
         ls = par.layers_per_stage(m, r.pp)
         wbytes = bytes_per_element(r.precision)
         # compute: parameters a token multiplies on one GPU of the fullest stage, and the head
@@ -153,9 +153,7 @@ def prefill_work(chunks) -> tuple[float, float, float, float]:
     Returns (prefill_tokens, prefill_pairs, prefill_kv_tokens, prefill_seqs) where pairs = Σ c·k +
     c(c+1)/2 (causal attention: token i of the chunk sees the k cached tokens and i of its own).
     """
-    if isinstance(chunks, (str, bytes, dict)):
-        raise TypeError(f"prefill must be a list of (chunk_tokens, prior_tokens) pairs, got "
-                        f"{type(chunks).__name__}")
+    _sequence("prefill", chunks, "list of (chunk_tokens, prior_tokens) pairs")
     tokens = pairs = kv = 0.0
     n = 0
     for i, chunk in enumerate(chunks):
@@ -163,7 +161,7 @@ def prefill_work(chunks) -> tuple[float, float, float, float]:
             c, k = chunk
         except (TypeError, ValueError):
             raise TypeError(f"prefill[{i}] must be a (chunk_tokens, prior_tokens) pair, "
-                            f"got {chunk!r}") from None
+                            f"got {v._show(chunk)}") from None
         c = v.check_int(f"prefill[{i}] chunk_tokens", c, minimum=1, maximum=10**7)
         k = v.check_int(f"prefill[{i}] prior_tokens", k, minimum=0, maximum=10**7)
         tokens += c
@@ -173,11 +171,25 @@ def prefill_work(chunks) -> tuple[float, float, float, float]:
     return tokens, pairs, kv, float(n)
 
 
+#: Most prefill chunks or decoding sequences one iteration may hold (far above any engine's batch).
+MAX_ITERATION_ENTRIES = 1_000_000
+
+
+def _sequence(name: str, values, what: str):
+    """``values`` if it is a list, tuple or array of at most :data:`MAX_ITERATION_ENTRIES`."""
+    import numpy as np
+
+    if not isinstance(values, (list, tuple, np.ndarray)):
+        raise TypeError(f"{name} must be a {what}, got {type(values).__name__}")
+    if len(values) > MAX_ITERATION_ENTRIES:
+        raise ValueError(f"{name} may hold at most {MAX_ITERATION_ENTRIES:,} entries, "
+                         f"got {len(values):,}")
+    return values
+
+
 def _decode_aggregates(decode_contexts) -> tuple[float, float]:
-    if isinstance(decode_contexts, (str, bytes, dict)):
-        raise TypeError(f"decode_contexts must be a list of context lengths, got "
-                        f"{type(decode_contexts).__name__}")
-    ctxs = decode_contexts if isinstance(decode_contexts, (list, tuple)) else list(decode_contexts)
+    _sequence("decode_contexts", decode_contexts, "list of context lengths")
+    ctxs = decode_contexts if isinstance(decode_contexts, (list, tuple)) else decode_contexts.tolist()
     if not ctxs:
         return 0.0, 0.0
     if all(type(c) is int for c in ctxs) and 1 <= min(ctxs) and max(ctxs) <= 10**7:

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vidya_lab.catalog import GPU, GiB
+from vidya_lab import _validate as v
+from vidya_lab.catalog import GPU, GiB, get_gpu
 
 MEMORY_RULES = ("vllm", "trtllm")
 #: Default memory fraction of each rule: vLLM ``gpu_memory_utilization`` and TensorRT-LLM
@@ -54,6 +55,8 @@ class EngineDefaults:
 
 def engine_defaults(gpu: GPU, memory_rule: str = "vllm") -> EngineDefaults:
     """The batch limits the engine of ``memory_rule`` picks on ``gpu`` (module docstring)."""
+    gpu = get_gpu(gpu)
+    v.check_choice("memory_rule", memory_rule, MEMORY_RULES)
     if memory_rule == "trtllm":
         return EngineDefaults("TensorRT-LLM", TRTLLM_MAX_BATCH, TRTLLM_MAX_NUM_TOKENS)
     big = gpu.hbm_bytes >= 70 * GiB and not gpu.id.startswith("a100")

@@ -31,7 +31,8 @@ def kv_bytes_per_token(model: Model | str, kv_precision: str = "bf16") -> float:
     2·80·8·128·2 = 327,680 bytes; OPT-13B (every head a KV head) in fp16 gives 819,200.
     """
     m = get_model(model)
-    return 2 * m.n_layers * m.n_kv_heads * m.head_dim * bytes_per_element(kv_precision)
+    kv = get_precision(kv_precision, name="kv_precision").bytes_per_element
+    return 2 * m.n_layers * m.n_kv_heads * m.head_dim * kv
 
 
 def default_kv_precision(precision: str) -> str:

@@ -94,8 +94,8 @@ class Replica:
         s("model", get_model(self.model))
         s("gpu", get_gpu(self.gpu))
         s("precision", get_precision(self.precision).id)
-        s("kv_precision", get_precision(self.kv_precision).id if self.kv_precision is not None
-          else default_kv_precision(self.precision))
+        s("kv_precision", get_precision(self.kv_precision, name="kv_precision").id
+          if self.kv_precision is not None else default_kv_precision(self.precision))
         par.check_layout(self.model, self.tp, self.pp)
         v.check_choice("memory_rule", self.memory_rule, MEMORY_RULES)
         if self.memory_fraction is None:
@@ -115,7 +115,7 @@ class Replica:
         v.check_instance("calibration", self.calibration, Calibration)
         for name in ("interconnect", "inter_node"):  # ids, validated (KeyError lists the known)
             if getattr(self, name) is not None:
-                s(name, get_link(getattr(self, name)).id)
+                s(name, get_link(getattr(self, name), name=name).id)
 
     # ------------------------------------------------------------------ layout
     @property

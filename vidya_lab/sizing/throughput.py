@@ -50,8 +50,10 @@ def cycle(r: Replica, batch: float, isl: int, osl: int, cached_tokens: int = 0) 
     ``step_decode_s``, ``step_mixed_s``, ``step_s`` (mean iteration = mean TPOT) and
     ``output_tokens_per_s``.
     """
-    budget = r.max_batched_tokens
-    k = cached_tokens
+    budget = _as_replica(r).max_batched_tokens
+    batch = v.check_real("batch", batch, minimum=0.0, min_inclusive=False)
+    isl, osl = _lengths(isl, osl)
+    k = v.check_int("cached_tokens", cached_tokens, minimum=0, maximum=isl - 1)
     u = isl - k                                   # prompt tokens each prefill computes
     b = min(float(batch), budget - 1.0)
     limited = False
@@ -194,6 +196,8 @@ def gpus_for_peak_load(r: Replica, requests_per_s: float, isl: int, osl: int, *,
     isl, osl = _lengths(isl, osl)
     u = v.check_fraction("utilisation", utilisation, allow_zero=False)
     k = v.check_int("cached_tokens", cached_tokens, minimum=0, maximum=isl - 1)
+    if tpot_slo_s is not None:
+        v.check_real("tpot_slo_s", tpot_slo_s, minimum=0.0, min_inclusive=False)
     batch = slo_batch(r, isl, osl, tpot_slo_s, k)
     if batch < 1:
         raise ValueError(f"{r.model.id} does not fit on {r.n_gpus} x {r.gpu.id} with "
@@ -202,7 +206,9 @@ def gpus_for_peak_load(r: Replica, requests_per_s: float, isl: int, osl: int, *,
     per_replica = cyc["output_tokens_per_s"]
     capacity = per_replica / osl
     replicas = math.ceil(lam / (capacity * u))
-    v.check_work("replicas for this load", replicas, 1_000_000, unit="replicas")
+    v.check_work(f"requests_per_s = {lam:g}", replicas, 1_000_000,
+                 unit=f"replicas of {r.n_gpus} x {r.gpu.id}",
+                 hint="lower the peak request rate, or use a larger replica")
     ttft = ttft_s(r, isl, k)
     gpus = replicas * r.n_gpus
     hourly = cost_per_hour_usd(r, replicas)

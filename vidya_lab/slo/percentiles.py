@@ -108,10 +108,14 @@ def percentile_summary(values) -> dict[str, float | None]:
     return out
 
 
+def _groups(groups) -> None:
+    if not isinstance(groups, list | tuple | np.ndarray):
+        raise TypeError(f"groups must be a sequence of value arrays, got {type(groups).__name__}")
+
+
 def pooled_percentile(groups: Sequence, q: float) -> float:
     """The percentile of all values of all ``groups`` pooled: the right fleet percentile."""
-    if isinstance(groups, str | bytes | dict):
-        raise TypeError(f"groups must be a sequence of value arrays, got {type(groups).__name__}")
+    _groups(groups)
     arrays = [finite_values(g, "groups") for g in groups]
     if not arrays:
         raise ValueError("groups must hold at least one group")
@@ -125,8 +129,7 @@ def mean_of_percentiles(groups: Sequence, q: float) -> float:
     weighs as much as a busy healthy one, and a tail is not linear in its samples. Use
     :func:`pooled_percentile`.
     """
-    if isinstance(groups, str | bytes | dict):
-        raise TypeError(f"groups must be a sequence of value arrays, got {type(groups).__name__}")
+    _groups(groups)
     if not len(groups):
         raise ValueError("groups must hold at least one group")
     return safe_mean(np.asarray([percentile(g, q) for g in groups]))

@@ -38,6 +38,10 @@ from vidya_lab.slo.consistency import (
     token_times_problem,
 )
 
+#: Most request records :meth:`Timelines.from_records` takes (a million-request day is columns, not
+#: objects: build it with :meth:`Timelines.from_arrays`).
+MAX_RECORDS = 10_000_000
+
 
 @dataclass(frozen=True)
 class RequestTimeline:
@@ -74,6 +78,9 @@ class RequestTimeline:
     klass: str = ""
 
     def __post_init__(self) -> None:
+        if isinstance(self.request_id, bool) or not isinstance(self.request_id, Integral | str):
+            raise TypeError(f"request_id must be an int or a str, got {self.request_id!r:.60} "
+                            f"({type(self.request_id).__name__})")
         check_real("arrival_s", self.arrival_s)
         check_choice("outcome", self.outcome, OUTCOMES)
         check_int("output_tokens", self.output_tokens, minimum=0)
@@ -83,6 +90,12 @@ class RequestTimeline:
         if not isinstance(self.klass, str):
             raise TypeError(f"klass must be a string, got {type(self.klass).__name__}")
         if self.token_times_s is not None:
+            if not isinstance(self.token_times_s, list | tuple | np.ndarray):
+                raise TypeError(f"token_times_s must be a sequence of times (s), got "
+                                f"{type(self.token_times_s).__name__}")
+            if len(self.token_times_s) != self.output_tokens:  # before converting a huge one
+                raise ValueError(f"token_times_s has {len(self.token_times_s)} times for "
+                                 f"output_tokens = {self.output_tokens}")
             object.__setattr__(self, "token_times_s",
                                tuple(opt_time("token_times_s", x) for x in self.token_times_s))
         problem = row_problem(self.arrival_s, s, f, c, self.output_tokens,
@@ -168,11 +181,19 @@ class Timelines:
 
     @classmethod
     def from_records(cls, records: Iterable[RequestTimeline]) -> Timelines:
-        """Columnar timelines from :class:`RequestTimeline` objects (each already validated)."""
-        recs = list(records)
-        for r in recs:
+        """Columnar timelines from :class:`RequestTimeline` objects (each already validated; at
+        most :data:`MAX_RECORDS`)."""
+        if isinstance(records, str | bytes | dict) or not isinstance(records, Iterable):
+            raise TypeError(f"records must be an iterable of RequestTimeline objects, got "
+                            f"{type(records).__name__}")
+        recs = []
+        for i, r in enumerate(records):  # checked one by one: a huge range fails at its first
+            if i >= MAX_RECORDS:
+                raise ValueError(f"records may hold at most {MAX_RECORDS:,} timelines")
             if not isinstance(r, RequestTimeline):
-                raise TypeError(f"records must be RequestTimeline objects, got {type(r).__name__}")
+                raise TypeError(f"records must be RequestTimeline objects, got {type(r).__name__} "
+                                f"at records[{i}]")
+            recs.append(r)
         have_tokens = [r.token_times_s is not None for r in recs]
         if any(have_tokens) and not all(have_tokens):
             tt = [r.token_times_s if r.token_times_s is not None else () for r in recs]

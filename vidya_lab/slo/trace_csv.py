@@ -54,6 +54,8 @@ def read_trace_csv(path) -> Timelines:
     TypeError : ``path`` is not a path (a file descriptor number is refused).
     """
     check_instance("path", path, (str, os.PathLike), "file path (str or os.PathLike)")
+    if not os.fspath(path).strip():  # "" is no file (never a silent default)
+        raise ValueError(f"path must be a non-empty path to a trace CSV, got {path!r}")
     name = str(path)
     try:
         handle = open(path, newline="", encoding="utf-8-sig")

@@ -29,6 +29,8 @@ def read_text(path, max_bytes: int | None = None) -> tuple[str, str]:
     """``(name, text)`` of a trace file, checked: exists, a regular file, at most ``max_bytes``
     (default :data:`MAX_TRACE_BYTES`), UTF-8 (a byte-order mark is dropped)."""
     name = os.fspath(path) if isinstance(path, str | os.PathLike) else str(path)
+    if isinstance(path, str | os.PathLike) and not name.strip():  # not the current directory
+        raise ValueError(f"path must be a non-empty path to a trace file, got {path!r}")
     if isinstance(path, str | os.PathLike) and Path(path).is_dir():
         raise ValueError(f"{name}: is a directory, not a trace file")
     limit = MAX_TRACE_BYTES if max_bytes is None else check_int("max_bytes", max_bytes, minimum=1)

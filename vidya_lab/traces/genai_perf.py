@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 
-from vidya_lab._validate import atomic_write_text, check_output_file
+from vidya_lab._validate import atomic_write_text, check_int, check_output_file
 from vidya_lab.traces import _load
 from vidya_lab.traces._trace import Request, Trace, build_trace
 from vidya_lab.traces._write import emission_tokens, emissions, prompt_column, timelines_of
@@ -98,6 +98,7 @@ def _experiment(name: str, experiments, choice: int | None) -> dict:
             raise ValueError(f"{name}: holds {len(experiments)} experiments ({', '.join(labels)}); "
                              f"choose one with --experiment N (0-based)")
         choice = 0
+    choice = check_int("experiment", choice, minimum=0)
     if not 0 <= choice < len(experiments):
         raise ValueError(f"experiment must be 0..{len(experiments) - 1} for {name}, got {choice}")
     exp = experiments[choice]

@@ -50,7 +50,7 @@ def poisson_arrivals(rate_per_s: float, duration_s: float, *,
     """
     rate = check_real("rate_per_s", rate_per_s, minimum=0.0)
     duration = check_real("duration_s", duration_s, minimum=0.0, min_inclusive=False)
-    check_arrival_count(rate * duration, "poisson_arrivals")
+    check_arrival_count(rate * duration, "rate_per_s x duration_s")
     rng = as_rng(seed)
     n = int(rng.poisson(rate * duration))
     return np.sort(rng.uniform(0.0, duration, size=n))
@@ -105,8 +105,8 @@ def mmpp_arrivals(rates_per_s: Sequence[float], mean_dwell_s: Sequence[float], d
                          f"got {len(dwells)}")
     duration = check_real("duration_s", duration_s, minimum=0.0, min_inclusive=False)
     state = check_int("start_state", start_state, minimum=0, maximum=len(rates) - 1)
-    check_arrival_count(float(rates.max()) * duration, "mmpp_arrivals")
-    check_work("mmpp_arrivals (duration_s / mean dwell)", duration / float(dwells.mean()),
+    check_arrival_count(float(rates.max()) * duration, "max(rates_per_s) x duration_s")
+    check_work("duration_s / mean(mean_dwell_s)", duration / float(dwells.mean()),
                MAX_STATE_CHANGES, unit="state changes",
                hint="lengthen mean_dwell_s or shorten duration_s")
     rng = as_rng(seed)
@@ -124,6 +124,14 @@ def on_off_arrivals(rate_on_per_s: float, mean_on_s: float, mean_off_s: float, d
     A two-state :func:`mmpp_arrivals` with rates ``(rate_on_per_s, 0)`` and exponential period lengths
     of means ``mean_on_s`` and ``mean_off_s``. Mean rate ``rate_on · on / (on + off)``.
     """
+    rate = check_real("rate_on_per_s", rate_on_per_s, minimum=0.0)
+    on = check_real("mean_on_s", mean_on_s, minimum=0.0, min_inclusive=False)
+    off = check_real("mean_off_s", mean_off_s, minimum=0.0, min_inclusive=False)
+    duration = check_real("duration_s", duration_s, minimum=0.0, min_inclusive=False)
+    check_arrival_count(rate * duration, "rate_on_per_s x duration_s")
+    check_work("duration_s / mean of mean_on_s and mean_off_s", duration / ((on + off) / 2),
+               MAX_STATE_CHANGES, unit="state changes",
+               hint="lengthen the on and off periods or shorten duration_s")
     return mmpp_arrivals((rate_on_per_s, 0.0), (mean_on_s, mean_off_s), duration_s, seed=seed)
 
 
@@ -197,7 +205,7 @@ def nonhomogeneous_arrivals(rate_fn: Callable[[np.ndarray], np.ndarray], duratio
     rng = as_rng(seed)
     edges, bounds = _chunk_bounds(rate_max_per_s, duration, chunk)
     check_arrival_count(sum(bd * (b - a) for bd, a, b in zip(bounds, edges[:-1], edges[1:], strict=True)),
-                        "nonhomogeneous_arrivals (candidates)")
+                        "rate_max_per_s x duration_s (thinning candidates)")
     pieces = [_thin(rate_fn, float(a), float(b), bd, rng)
               for a, b, bd in zip(edges[:-1], edges[1:], bounds, strict=True)]
     if not pieces:
