@@ -96,11 +96,3 @@ def test_frames_redraw_only_what_moves_yet_match_a_fresh_figure():
     for view in views:
         again = plot.png(view)
         assert np.array_equal(pixels(again), pixels(ch02._Plot(show_titles=False).png(view)))
-
-
-def test_memory_bars():
-    reps = [sizing.Replica("llama-3.3-70b", "h100-sxm", tp=t) for t in (1, 4, 8)]
-    fig = ch02.draw_memory_bars(reps, 3900)
-    texts = [t.get_text() for t in fig.axes[0].texts]
-    assert texts[0] == "does not fit"
-    assert texts[1] == f"{sizing.max_concurrent_sequences(reps[1], 3900)} seqs"

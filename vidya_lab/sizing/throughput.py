@@ -48,7 +48,8 @@ def cycle(r: Replica, batch: float, isl: int, osl: int, cached_tokens: int = 0) 
     Returns ``batch`` (the batch it settles at: ``batch`` or the budget-limited B'),
     ``budget_limited`` (bool), ``mixed_fraction`` (share of iterations carrying prompt chunks),
     ``step_decode_s``, ``step_mixed_s``, ``step_s`` (mean iteration = mean TPOT) and
-    ``output_tokens_per_s``.
+    ``output_tokens_per_s``; then ``chunk_tokens`` (prompt tokens a mixed iteration carries) and
+    ``mixed_iterations`` (n_mix, of the cycle's osl iterations).
     """
     budget = _as_replica(r).max_batched_tokens
     batch = v.check_real("batch", batch, minimum=0.0, min_inclusive=False)
@@ -73,7 +74,7 @@ def cycle(r: Replica, batch: float, isl: int, osl: int, cached_tokens: int = 0) 
     total = n_mix * t_mix + (osl - n_mix) * t_dec
     return {"batch": b, "budget_limited": limited, "mixed_fraction": n_mix / osl,
             "step_decode_s": t_dec, "step_mixed_s": t_mix, "step_s": total / osl,
-            "output_tokens_per_s": b * osl / total}
+            "output_tokens_per_s": b * osl / total, "chunk_tokens": chunk, "mixed_iterations": n_mix}
 
 
 def steady_tpot_s(r: Replica, batch: float, isl: int, osl: int) -> float:

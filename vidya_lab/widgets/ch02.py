@@ -227,40 +227,6 @@ def draw(view: dict, fig: Figure | None = None) -> Figure:
     return _Plot(fig=fig).update(view)
 
 
-def draw_memory_bars(replicas, context_tokens: int, labels=None, fig: Figure | None = None) -> Figure:
-    """Stacked bars of one GPU's memory for several replicas, each holding as many
-    ``context_tokens``-token sequences as fit (:func:`sizing.memory_breakdown`)."""
-    fig = fig or Figure(figsize=(7.5, 3.4))
-    fig.clear()
-    ax = fig.subplots()
-    labels = labels or [f"{r.gpu.id} tp={r.tp} {r.precision}" for r in replicas]
-    colors = {"weights": "#4c72b0", "activations + runtime": "#8c8c8c", "KV cache": "#dd8452",
-              "not allotted": "#e8e8e8"}
-    for i, r in enumerate(replicas):
-        m = sizing.memory_breakdown(r, int(context_tokens))
-        parts = (("weights", m["weights_bytes"]), ("activations + runtime",
-                 m["activation_reserve_bytes"]), ("KV cache", m["kv_budget_bytes"]),
-                 ("not allotted", m["unallocated_bytes"]))
-        bottom = 0.0
-        for name, value in parts:
-            ax.bar(i, value / 1e9, bottom=bottom, color=colors[name], width=0.6,
-                   label=name if i == 0 else None)
-            bottom += value / 1e9
-        ax.hlines(m["hbm_bytes"] / 1e9, i - 0.4, i + 0.4, colors="black", linestyles="--", lw=1,
-                  label="GPU memory" if i == 0 else None)
-        top = max(bottom, m["hbm_bytes"] / 1e9)
-        text = f"{m['max_sequences']} seqs" if r.weights_fit else "does not fit"
-        ax.text(i, top * 1.01, text, ha="center", va="bottom", fontsize=8)
-    ax.set_xticks(range(len(replicas)), labels, fontsize=8)
-    ax.set_ylabel("GB per GPU")
-    ax.set_title(f"one GPU's memory, and the {context_tokens}-token sequences its replica holds",
-                 fontsize=9)
-    ax.legend(fontsize=7, loc="upper right")
-    ax.set_ylim(0, ax.get_ylim()[1] * 1.08)
-    fig.tight_layout()
-    return fig
-
-
 def build():
     """The widget: model, GPU, tp, precision, context and batch; the figure below."""
     import ipywidgets as widgets
