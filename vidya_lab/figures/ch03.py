@@ -32,7 +32,7 @@ _BOX, _RED, _GREEN, _GREY = "#dbe6f4", "#c44e52", "#55a868", "#bbbbbb"
 
 def _gpu_box(ax, x, y, w, h, text):
     ax.add_patch(Rectangle((x, y), w, h, facecolor=_BOX, edgecolor="#4c72b0", lw=1.2))
-    ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=7.5)
+    ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=8.5)
 
 
 def _stage_layers(m, pp: int, s: int) -> tuple[int, int]:
@@ -40,35 +40,41 @@ def _stage_layers(m, pp: int, s: int) -> tuple[int, int]:
     return s * ls + 1, min((s + 1) * ls, m.n_layers)
 
 
-def _split_panel(ax, m, tp: int, pp: int, precision: str) -> None:
+_W, _H, _GAP, _COL = 3.2, 1.45, 0.3, 2.1  # GPU box width and height, row gap, column gap
+
+
+def _extent(tp: int, pp: int) -> tuple[float, float]:
+    """Width and depth below the first row of a panel, in the schematic's units."""
+    return pp * (_W + _COL) - _COL + 0.7, (tp - 1) * (_H + _GAP) + 0.8
+
+
+def _split_panel(ax, m, tp: int, pp: int, precision: str, depth: float) -> None:
     par.check_layout(m, tp, pp)
-    w, h, gap = 3.0, 1.5, 0.35
+    w, h, gap, col = _W, _H, _GAP, _COL
     heads, kv = m.n_heads // tp, par.kv_heads_per_gpu(m, tp)
+    bottom = -(tp - 1) * (h + gap)
     for s in range(pp):
-        x = s * (w + 1.6)
+        x = s * (w + col)
         first, last = _stage_layers(m, pp, s)
         for i in range(tp):
-            y = -i * (h + gap)
-            _gpu_box(ax, x, y, w, h, f"GPU {s * tp + i}\nlayers {first}–{last}\n"
+            _gpu_box(ax, x, -i * (h + gap), w, h, f"GPU {s * tp + i}\nlayers {first}–{last}\n"
                      f"{heads} of {m.n_heads} query heads, {kv} KV\n1/{tp} of every MLP")
         if tp > 1:  # the TP group of this stage: all-reduces after attention and after the MLP
-            top, bottom = h, -(tp - 1) * (h + gap)
-            ax.plot([x + w + 0.15] * 2, [bottom, top], color=_RED, lw=3)
-            ax.text(x + w + 0.25, (top + bottom) / 2,
-                    f"{par.ALLREDUCES_PER_LAYER} all-reduces\nper layer:\n"
+            ax.plot([x + w + 0.12] * 2, [bottom, h], color=_RED, lw=3)
+            ax.text(x + w / 2, bottom - 0.2, f"{par.ALLREDUCES_PER_LAYER} all-reduces per layer, "
                     f"{par.ALLREDUCES_PER_LAYER * (last - first + 1)} a step", color=_RED,
-                    fontsize=7, va="center")
+                    ha="center", va="top", fontsize=8.5)
         if s + 1 < pp:  # the hand-off to the next stage: one activation per token
-            mid = (h - (tp - 1) * (h + gap)) / 2
-            ax.add_patch(FancyArrowPatch((x + w + 0.3, mid - 0.5), (x + w + 1.55, mid - 0.5),
-                                         arrowstyle="-|>", mutation_scale=12, color=_GREEN, lw=1.5))
-            ax.text(x + w + 0.95, mid - 0.65, f"hand-off:\n{m.d_model * 2:,} B\na token",
-                    color=_GREEN, ha="center", va="top", fontsize=7)
+            mid = (h + bottom) / 2
+            ax.add_patch(FancyArrowPatch((x + w + 0.3, mid), (x + w + col - 0.1, mid),
+                                         arrowstyle="-|>", mutation_scale=14, color=_GREEN, lw=1.8))
+            ax.text(x + w + (col + 0.2) / 2, mid + 0.15, f"hand-off\n{m.d_model * 2:,} B\na token",
+                    color=_GREEN, ha="center", va="bottom", fontsize=8.5)
     gb = par.weight_params_per_gpu(m, tp, pp) * catalog.bytes_per_element(precision) / GB
-    ax.set_title(f"TP{tp} × PP{pp} on {tp * pp} GPUs: {gb:.1f} GB of {precision} weights "
-                 "on the fullest GPU", fontsize=9)
-    ax.set_xlim(-0.2, pp * (w + 1.6) + 0.2)
-    ax.set_ylim(-(tp - 1) * (h + gap) - 0.3, h + 1.5)
+    ax.set_title(f"TP{tp} × PP{pp}: {gb:.1f} GB of {precision} weights\non the fullest GPU",
+                 fontsize=10)
+    ax.set_xlim(-0.2, _extent(tp, pp)[0] - 0.2)
+    ax.set_ylim(-depth, h + 0.2)
     ax.axis("off")
 
 
@@ -79,10 +85,12 @@ def split_schematic(model, splits=((4, 1), (2, 2)), precision: str = "bf16") -> 
     splits = [(v.check_int("tp", tp, minimum=1, maximum=16), v.check_int("pp", pp, minimum=1,
                                                                          maximum=8))
               for tp, pp in splits]
-    fig = Figure(figsize=(5.0 * len(splits), 4.6))
-    axes = fig.subplots(1, len(splits), squeeze=False)[0]
+    widths = [_extent(tp, pp)[0] for tp, pp in splits]
+    depth = max(_extent(tp, pp)[1] for tp, pp in splits)
+    fig = Figure(figsize=(min(10.0, 0.95 * sum(widths)), 1.0 + 0.75 * (depth + _H)))
+    axes = fig.subplots(1, len(splits), squeeze=False, gridspec_kw={"width_ratios": widths})[0]
     for ax, (tp, pp) in zip(axes, splits, strict=True):
-        _split_panel(ax, m, tp, pp, precision)
+        _split_panel(ax, m, tp, pp, precision, depth)
     fig.suptitle(f"{m.name}: {m.n_layers} layers, {m.n_heads} query heads, {m.n_kv_heads} KV heads",
                  fontsize=10)
     fig.tight_layout()
@@ -227,10 +235,22 @@ def tp_step_table(model, gpu: str, batch: int, context_tokens: int, tps=(1, 2, 4
     return t
 
 
+def label(layout) -> str:
+    """A layout's label for a table cell, kept on one line: ``"TP4×PP1 ×29"``, "-" for None."""
+    return "-" if layout is None else layout.label.replace(" ", "\u00a0")
+
+
 def layout_table(found, n: int = 10):
     """The first ``n`` layouts of a search: label, GPUs, USD/hour, idle TTFT, TPOT, batch."""
     import pandas as pd
 
-    return pd.DataFrame([{"layout": x.label, "GPUs": x.gpus, "USD/hour": x.cost_per_hour,
+    return pd.DataFrame([{"layout": label(x), "GPUs": x.gpus, "USD/hour": x.cost_per_hour,
                           "TTFT (ms)": x.ttft_s * 1e3, "TPOT (ms)": x.tpot_s * 1e3,
                           "batch per replica": x.batch_per_replica} for x in found[:n]])
+
+
+def styled(table, formats=None, na_rep: str | None = None):
+    """A chapter table as the page shows it: ``formats`` (a format string, or a dict of them by
+    column), no index, and room between the columns."""
+    return (table.style.format(formats, na_rep=na_rep).hide(axis="index")
+            .set_table_styles([{"selector": "th, td", "props": "padding: 0.15em 0.8em"}]))
