@@ -13,14 +13,16 @@ from __future__ import annotations
 import html
 
 from vidya_lab import _validate as v
-from vidya_lab import catalog
+from vidya_lab import catalog, sizing
 from vidya_lab import parallelism as par
 from vidya_lab.scenario import TANVI
 
 TP_CHOICES = (1, 2, 4, 8, 16)
 PP_CHOICES = (1, 2, 4, 8)
 PRECISION_CHOICES = ("bf16", "fp8", "int4")
-MICROBATCHES = 4  # the pipeline bubble is shown for this many micro-batches
+MICROBATCHES = 4  # GPipe's one-pass bubble is given for this many micro-batches
+#: Context of each decoding sequence: Tanvi's mean prompt and half her mean answer, tokens.
+CONTEXT_TOKENS = TANVI.prompt_tokens_mean + TANVI.answer_tokens_mean // 2
 
 
 def compute_view(model: str = TANVI.model_id, gpu: str = "h100-sxm", tp: int = 4, pp: int = 1,
@@ -29,14 +31,23 @@ def compute_view(model: str = TANVI.model_id, gpu: str = "h100-sxm", tp: int = 4
 
     Returns weights per GPU (``weights_bytes_per_gpu`` = parameters on the fullest GPU × bytes per
     parameter), the GPU's memory, the share of it the weights take, KV heads per GPU and their
-    replication, the TP all-reduce time of one decode step of ``batch`` tokens, and the pipeline
-    bubble with :data:`MICROBATCHES` micro-batches.
+    replication, the TP all-reduce time of one decode step of ``batch`` tokens, the share of a
+    decode step the pipeline stages sit idle for a lone request (``lone_request_idle``) and at
+    ``batch`` (``pipeline_idle``), as the cost model runs the pipeline (micro-batches of the
+    batch), and GPipe's one-pass bubble with :data:`MICROBATCHES` micro-batches
+    (``pipeline_bubble``, (p − 1)/(m + p − 1)).
     """
     m = catalog.get_model(model)
     g = catalog.get_gpu(gpu)
     batch = v.check_int("batch", batch, minimum=1, maximum=4096)
     par.check_layout(m, tp, pp)
     weights = par.weight_params_per_gpu(m, tp, pp) * catalog.bytes_per_element(precision)
+    r = sizing.Replica(m, g, tp=tp, pp=pp, precision=precision)
+
+    def idle(sequences: int) -> float:
+        return sizing.iteration_breakdown(r, decode_contexts=[CONTEXT_TOKENS] * sequences)[
+            "idle_fraction"] if pp > 1 else 0.0
+
     return {
         "model": m.name, "gpu": g.name, "tp": tp, "pp": pp, "gpus": tp * pp,
         "precision": precision, "batch": batch,
@@ -47,6 +58,7 @@ def compute_view(model: str = TANVI.model_id, gpu: str = "h100-sxm", tp: int = 4
         "kv_replication": par.kv_replication(m, tp),
         "tp_comm_s_per_decode_step": par.tp_comm_time_s(m, g, tp, pp, batch),
         "pipeline_bubble": par.pipeline_bubble_fraction(pp, MICROBATCHES),
+        "lone_request_idle": idle(1), "pipeline_idle": idle(batch),
     }
 
 
@@ -61,7 +73,8 @@ def summary_html(view: dict) -> str:
         ("KV heads per GPU", f"{view['kv_heads_per_gpu']} (stored {view['kv_replication']:.0f}×)"),
         ("TP all-reduces per decode step", f"{view['tp_comm_s_per_decode_step'] * 1e3:.2f} ms "
                                            f"at batch {view['batch']}"),
-        (f"pipeline idle ({MICROBATCHES} micro-batches)", f"{view['pipeline_bubble']:.0%}"),
+        ("pipeline stages idle, a lone request", f"{view['lone_request_idle']:.0%}"),
+        (f"pipeline stages idle at batch {view['batch']}", f"{view['pipeline_idle']:.0%}"),
     ]
     body = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
                    f"<td>{html.escape(val)}</td></tr>" for k, val in rows)
