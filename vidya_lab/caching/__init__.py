@@ -27,10 +27,12 @@ Read the code in this order (each file one idea, with the function that holds it
     :func:`restore_or_recompute` (and the two-tier replay :func:`simulate_offload`).
 12. :mod:`~vidya_lab.caching.speculative` — speculative decoding priced by the cost model:
     :func:`speculative_at_batch`.
-13. :mod:`~vidya_lab.caching.quantisation` — :func:`quantisation_table`.
-14. :mod:`~vidya_lab.caching.isolation` — the cache's timing side channel and per-tenant salts:
+13. :mod:`~vidya_lab.caching.draft_heads` — EAGLE-style draft heads and multi-token prediction,
+    their draft step priced by the cost model: :func:`draft_head_at_batch`.
+14. :mod:`~vidya_lab.caching.quantisation` — :func:`quantisation_table`.
+15. :mod:`~vidya_lab.caching.isolation` — the cache's timing side channel and per-tenant salts:
     :func:`probe_signal` and :func:`simulate_isolated`.
-15. :mod:`~vidya_lab.caching.disaggregation` — :func:`prefill_interference`.
+16. :mod:`~vidya_lab.caching.disaggregation` — :func:`prefill_interference`.
 
 References: Kwon et al., *PagedAttention* (arXiv:2309.06180); Zheng et al., *SGLang* (arXiv:2312.07104);
 Leviathan et al., *Fast Inference from Transformers via Speculative Decoding* (arXiv:2211.17192);
@@ -44,6 +46,11 @@ from __future__ import annotations
 from vidya_lab.caching.capacity import PRECISION_OPTIONS, capacity_by_precision, capacity_with_cache
 from vidya_lab.caching.deployment import cache_capacity_blocks, default_replica
 from vidya_lab.caching.disaggregation import prefill_interference
+from vidya_lab.caching.draft_heads import (
+    draft_head_at_batch,
+    draft_head_break_even_batch,
+    head_draft_cost_ratio,
+)
 from vidya_lab.caching.hashing import ROOT_HASH, block_hashes
 from vidya_lab.caching.isolation import (
     assign_tenants,
@@ -137,6 +144,9 @@ __all__ = [
     "simulate_offload",
     "offload_sweep",
     "probe_signal",
+    "head_draft_cost_ratio",
+    "draft_head_at_batch",
+    "draft_head_break_even_batch",
     "salt_keys",
     "assign_tenants",
     "simulate_isolated",
