@@ -36,7 +36,7 @@ Read the code in this order (each file one idea, with the function that holds it
 
 References: Kwon et al., *PagedAttention* (arXiv:2309.06180); Zheng et al., *SGLang* (arXiv:2312.07104);
 Leviathan et al., *Fast Inference from Transformers via Speculative Decoding* (arXiv:2211.17192);
-Song et al., *The Early Bird Catches the Leak* (arXiv:2409.20002); vLLM's prefix-caching design notes
+Gu et al., *Auditing Prompt Caching in Language Model APIs* (ICML 2025); vLLM's prefix-caching design notes
 (the cache salt);
 Zhong et al., *DistServe* (arXiv:2401.09670); Patel et al., *Splitwise* (ISCA 2024).
 """

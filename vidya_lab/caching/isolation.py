@@ -2,8 +2,8 @@
 
 A cached prefix answers faster, and the difference is visible to anyone who can time a request:
 someone who guesses another user's text, sends it, and gets a fast first token has learned that
-the text was cached (Song et al., arXiv:2409.20002; Gu et al. found caches shared across users at
-seven API providers, ICML 2025). :func:`probe_signal` is that difference through the cost model.
+the text was cached (Gu et al., *Auditing Prompt Caching in Language Model APIs*, ICML 2025, found
+caches shared across users at seven API providers). :func:`probe_signal` is that difference through the cost model.
 
 The defence engines offer is a **cache salt**: vLLM mixes a per-request ``cache_salt`` into the hash
 of a prompt's first block, so only requests with the same salt can reuse each other's blocks (vLLM's

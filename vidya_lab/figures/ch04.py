@@ -61,6 +61,7 @@ def block_hashing(a_tokens, b_tokens, block_tokens: int = 4) -> Figure:
     handles = [Rectangle((0, 0), 1, 1, facecolor=c, edgecolor="black") for c in (SHARED, OWN_A, OWN_B)]
     ax.legend(handles, ["same key in A and B (shared)", "A only", "B only (after the change)"],
               fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=3, frameon=False)
+    ax.set_title("key of a block = hash(key of the block before it, the block's tokens)", fontsize=8)
     ax.set_xlim(-1.5, width)
     ax.set_ylim(-0.3, 3.4)
     ax.axis("off")
@@ -133,8 +134,11 @@ def speculation(batches, curves: dict, marks: dict) -> Figure:
     batch drawn as a vertical line."""
     fig = Figure(figsize=(7, 3.3))
     ax = fig.subplots()
+    top = 0.0
     for label, speedups in curves.items():
         ax.plot(batches, speedups, "o-", ms=3, label=label)
+        top = max(top, float(np.max(speedups)))
+    ax.set_ylim(0, 1.15 * top)
     for label, b in marks.items():
         ax.axvline(b, color="gray", lw=0.8, ls=":")
         ax.text(b, ax.get_ylim()[1], f" {label}", rotation=90, va="top", fontsize=7, color="gray")
