@@ -1,4 +1,4 @@
-"""Prefix caching, speculative decoding and quantisation: the speed-ups of chapter 4, with their costs.
+"""Prefix caching, KV offload, speculative decoding and low precision: chapter 4's speed-ups, with their costs.
 
 Every tutor request starts with the same 3,000-token syllabus. Without a prefix cache the replica
 prefills it again for every request; with one (as vLLM's automatic prefix caching and SGLang's
@@ -21,25 +21,57 @@ Read the code in this order (each file one idea, with the function that holds it
 8. :mod:`~vidya_lab.caching.sweeps` — how much cache: :func:`cliff_sweep`.
 9. :mod:`~vidya_lab.caching.memory_cost` — what the cache's memory costs the running batch:
    :func:`saturated_throughput_with_cache`.
-10. :mod:`~vidya_lab.caching.speculative` — speculative decoding priced by the cost model:
+10. :mod:`~vidya_lab.caching.capacity` — what the cache is worth in a replica's capacity, and
+    each number format with it: :func:`capacity_with_cache`.
+11. :mod:`~vidya_lab.caching.offload` — a CPU tier restored over PCIe instead of recomputed:
+    :func:`restore_or_recompute` (and the two-tier replay :func:`simulate_offload`).
+12. :mod:`~vidya_lab.caching.speculative` — speculative decoding priced by the cost model:
     :func:`speculative_at_batch`.
-11. :mod:`~vidya_lab.caching.quantisation` — :func:`quantisation_table`.
-12. :mod:`~vidya_lab.caching.disaggregation` — :func:`prefill_interference`.
+13. :mod:`~vidya_lab.caching.draft_heads` — EAGLE-style draft heads and multi-token prediction,
+    their draft step priced by the cost model: :func:`draft_head_at_batch`.
+14. :mod:`~vidya_lab.caching.quantisation` — :func:`quantisation_table`.
+15. :mod:`~vidya_lab.caching.isolation` — the cache's timing side channel and per-tenant salts:
+    :func:`probe_signal` and :func:`simulate_isolated`.
+16. :mod:`~vidya_lab.caching.disaggregation` — :func:`prefill_interference`.
 
 References: Kwon et al., *PagedAttention* (arXiv:2309.06180); Zheng et al., *SGLang* (arXiv:2312.07104);
 Leviathan et al., *Fast Inference from Transformers via Speculative Decoding* (arXiv:2211.17192);
+Gu et al., *Auditing Prompt Caching in Language Model APIs* (ICML 2025); vLLM's prefix-caching design notes
+(the cache salt);
 Zhong et al., *DistServe* (arXiv:2401.09670); Patel et al., *Splitwise* (ISCA 2024).
 """
 
 from __future__ import annotations
 
+from vidya_lab.caching.capacity import PRECISION_OPTIONS, capacity_by_precision, capacity_with_cache
 from vidya_lab.caching.deployment import cache_capacity_blocks, default_replica
 from vidya_lab.caching.disaggregation import prefill_interference
+from vidya_lab.caching.draft_heads import (
+    draft_head_at_batch,
+    draft_head_break_even_batch,
+    head_draft_cost_ratio,
+)
 from vidya_lab.caching.hashing import ROOT_HASH, block_hashes
+from vidya_lab.caching.isolation import (
+    assign_tenants,
+    probe_signal,
+    salt_keys,
+    simulate_isolated,
+    tenant_prefix_blocks,
+    tenant_prefix_bytes,
+)
 from vidya_lab.caching.memory_cost import (
     break_even_cache_bytes,
     concurrency_with_cache,
     saturated_throughput_with_cache,
+)
+from vidya_lab.caching.offload import (
+    break_even_link_bytes_per_s,
+    host_to_device_bytes_per_s,
+    offload_sweep,
+    restore_or_recompute,
+    restore_time_s,
+    simulate_offload,
 )
 from vidya_lab.caching.prefix_cache import POLICIES, PrefixCache
 from vidya_lab.caching.quantisation import QUANT_OPTIONS, quantisation_table
@@ -102,6 +134,24 @@ __all__ = [
     "quantisation_table",
     "QUANT_OPTIONS",
     "prefill_interference",
+    "capacity_with_cache",
+    "capacity_by_precision",
+    "PRECISION_OPTIONS",
+    "host_to_device_bytes_per_s",
+    "restore_time_s",
+    "restore_or_recompute",
+    "break_even_link_bytes_per_s",
+    "simulate_offload",
+    "offload_sweep",
+    "probe_signal",
+    "head_draft_cost_ratio",
+    "draft_head_at_batch",
+    "draft_head_break_even_batch",
+    "salt_keys",
+    "assign_tenants",
+    "simulate_isolated",
+    "tenant_prefix_blocks",
+    "tenant_prefix_bytes",
     "ROOT_HASH",
     "KINDS",
     "VOCAB_TOKENS",
