@@ -65,16 +65,22 @@ def scaled(arr: np.ndarray) -> tuple[np.ndarray, int]:
 
 
 def safe_percentile(arr: np.ndarray, q, *, method: str = "linear", axis=None):
-    """``np.percentile`` that cannot overflow (see :func:`scaled`)."""
+    """``np.percentile`` that cannot overflow (see :func:`scaled`).
+
+    Without ``axis`` the result is clipped to the values' range: interpolating between equal
+    values can round one unit in the last place beyond them.
+    """
     small, k = scaled(arr)
     out = np.percentile(small, q, axis=axis, method=method)
-    return np.ldexp(out, k) if k else out
+    out = np.ldexp(out, k) if k else out
+    return out if axis is not None else np.clip(out, np.min(arr), np.max(arr))
 
 
 def safe_mean(arr: np.ndarray) -> float:
     """The mean of ``arr`` that cannot overflow (``mean([1e308, 1e308])`` is 1e308, not inf)."""
     small, k = scaled(arr)
-    return float(np.ldexp(small.mean(), k))
+    mean = float(np.ldexp(small.mean(), k))
+    return min(max(mean, float(np.min(arr))), float(np.max(arr)))  # the sum's rounding can step outside
 
 
 def percentile(values, q: float, *, method: str = "linear") -> float:
