@@ -21,6 +21,7 @@ from dataclasses import replace
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from vidya_lab import autoscaling, sizing
 from vidya_lab.scenario import TANVI
@@ -68,11 +69,11 @@ def scale_up_path(rows: dict[str, dict], tick_s: float) -> Figure:
         ax.annotate(f"serving after {left / 60:.1f} min", (left, y), xytext=(6, 0),
                     textcoords="offset points", va="center", fontsize=8)
     ax.axvline(0.0, color="black", lw=1)
-    ax.annotate("the autoscaler decides\n(its next tick)", (0.0, len(rows) - 0.5), xytext=(4, 0),
+    ax.annotate("the autoscaler decides (its next tick)", (0.0, -0.45), xytext=(4, 0),
                 textcoords="offset points", fontsize=8, va="bottom")
     ax.set_yticks(range(len(rows)), list(rows), fontsize=8)
     ax.invert_yaxis()
-    ax.set_ylim(len(rows) - 0.4, -0.9)
+    ax.set_ylim(len(rows) - 0.4, -1.0)
     ax.set_xlabel(f"seconds after the load rose (hatched: up to one {tick_s:.0f} s tick)")
     ax.set_xlim(-tick_s * 1.5, max(sum(p.values()) for p in rows.values()) * 1.3)
     ax.legend(fontsize=7, ncol=5, loc="upper center", bbox_to_anchor=(0.5, -0.22), frameon=False)
@@ -98,6 +99,7 @@ def fleet_figure(runs: dict[str, dict], day: str, model: autoscaling.ReplicaMode
     if hours is not None:
         ax.set_xlim(*hours)
     ax.set_ylim(bottom=0)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("hour of the exam day")
     ax.set_ylabel("replicas serving")
     ax.legend(fontsize=8, loc="upper left")
