@@ -15,7 +15,7 @@ PACKAGE = Path(a.__file__).parent
 FILES = sorted(PACKAGE.glob("*.py"))
 #: The reading order of the chapter's "Read the code" (the package docstring's table).
 READING_ORDER = ("cold_start", "replica", "policies", "autoscaler", "replicas", "waiting",
-                 "simulate", "fluid", "fidelity", "metrics", "run_day")
+                 "simulate", "fluid", "fidelity", "metrics", "run_day", "routing", "regions")
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
@@ -60,7 +60,8 @@ def imports_of(path: Path) -> set[str]:
 
 def test_lower_floors_never_import_higher_ones():
     floors = ["day", "cold_start", "replica", "policies", "autoscaler", "fleet", "replicas",
-              "waiting", "run_state", "simulate", "fluid", "fidelity", "metrics", "run_day"]
+              "waiting", "run_state", "simulate", "fluid", "fidelity", "metrics", "run_day",
+              "routing", "regions"]
     for path in FILES:
         if path.stem == "__init__":
             continue

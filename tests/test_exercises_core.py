@@ -171,3 +171,12 @@ def test_right_answer_passes_and_every_mistake_gets_its_own_hint(ex):
 def test_exercise_ids_are_unique():
     ids = [ex.id for ex in registry.all_exercises()]
     assert len(ids) == len(set(ids))
+
+
+def test_a_wrong_choice_a_mistake_names_gets_its_hint():
+    ex = Exercise(id="9.8", prompt="", answer=lambda g: "TP", kind="choice",
+                  choices=("TP", "PP", "DP"),
+                  mistakes=(Mistake(lambda g: "PP", "PP splits the layers, not each matrix"),))
+    assert judge(ex, "pp ").message == "PP splits the layers, not each matrix"
+    assert judge(ex, "DP").message == ex.hint  # a wrong choice no mistake names
+    assert judge(ex, "TP").right

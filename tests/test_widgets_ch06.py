@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from vidya_lab import autoscaling
@@ -62,3 +63,20 @@ def test_draw_and_build():
     assert image.value != before_png and text.value != before_text
     view = ch06.compute_view(*(c.value for c in box.children[:7]))
     assert text.value == ch06.summary_html(view) and "cold start" in text.value
+
+
+def test_the_provisioning_slider_reaches_the_cited_end_and_the_misses_start_at_zero():
+    box = ch06.build()
+    assert box.children[2].max == autoscaling.PROVISION_RANGE_S[1]
+    view = ch06.compute_view("reactive", "exam", provision_s=autoscaling.PROVISION_RANGE_S[1])
+    fig = ch06.draw(view)
+    assert fig.axes[1].get_ylim()[0] == 0.0  # the misses' bars from a meaningful base
+    miss = ch06.missed_percent(view)
+    att = [x for x in view["per_hour_attainment"] if x is not None]
+    assert max(miss[~np.isnan(miss)]) == pytest.approx(100 * (1 - min(att)))
+
+
+def test_the_snapshot_says_so_and_links_to_both_live_versions():
+    note = ch06.snapshot_note()
+    assert "snapshot" in note and ch06.BINDER_URL in note and ch06.LITE_URL in note
+    assert ch06.LITE_URL.endswith("chapters/06_autoscaling.ipynb")

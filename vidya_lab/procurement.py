@@ -152,3 +152,47 @@ AVAILABILITY_RISK = ("on-demand capacity for 8-GPU machines is not guaranteed in
                      "it, and insufficient-capacity errors for 8 x H100 / 8 x A100 machines are "
                      "reported across providers and zones (procurement.csv); a burst that cannot "
                      "be bought is a burst that is not served")
+
+
+def _day_curve(replicas_by_hour):
+    hours = v.check_reals("replicas_by_hour", replicas_by_hour, minimum=0.0, max_length=10_000,
+                          allow_empty=False)
+    if len(hours) != 24:
+        raise ValueError(f"replicas_by_hour must give 24 hourly values, got {len(hours)}")
+    return hours
+
+
+def hours_in_service(replicas_by_hour) -> list[float]:
+    """Hours a day the k-th replica is (partly) in service, for k = 1 … the day's peak:
+    Σ over hours of min(1, max(0, replicas(h) − (k − 1))). Never increasing in k."""
+    hours = _day_curve(replicas_by_hour)
+    peak = int(math.ceil(float(hours.max()) - 1e-9))
+    return [float(sum(min(1.0, max(0.0, float(h) - (k - 1))) for h in hours))
+            for k in range(1, peak + 1)]
+
+
+def reserved_replicas(replicas_by_hour, ratio: float) -> int:
+    """The rule of :func:`buy` for a reserved ÷ on-demand price ``ratio`` (0 < ratio ≤ 1): reserve
+    the k-th replica when it is in service at least 24·ratio hours a day."""
+    rho = v.check_fraction("ratio", ratio, allow_zero=False)
+    return sum(1 for x in hours_in_service(replicas_by_hour) if x >= HOURS_PER_DAY * rho)
+
+
+def monthly_cost_with(replicas_by_hour, reserved: int, *, gpus_per_replica: int, gpu: str,
+                      days: int = 30, spot_share: float = 0.0) -> dict:
+    """A month of such days with ``reserved`` replicas reserved around the clock and the rest on
+    demand (a ``spot_share`` of it on spot), USD: ``reserved``, ``on_demand``, ``spot``, ``total``
+    (the prices of :func:`buy`: the catalog's on-demand price and :func:`price_ratio`)."""
+    hours = _day_curve(replicas_by_hour)
+    k = v.check_int("reserved", reserved, minimum=0, maximum=100_000)
+    per = v.check_int("gpus_per_replica", gpus_per_replica, minimum=1, maximum=1024)
+    days = v.check_int("days", days, minimum=1, maximum=366)
+    share = v.check_fraction("spot_share", spot_share)
+    g = get_gpu(gpu)
+    od = g.price_per_hour_usd
+    burst = float(sum(max(0.0, float(h) - k) for h in hours)) * per
+    cost = {"reserved": days * HOURS_PER_DAY * k * per * od * price_ratio(g.id, "reserved")[0],
+            "on_demand": days * (1.0 - share) * burst * od,
+            "spot": days * share * burst * od * price_ratio(g.id, "spot")[0]}
+    cost["total"] = sum(cost.values())
+    return cost

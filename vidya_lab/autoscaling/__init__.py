@@ -20,6 +20,11 @@ function or class that holds each idea in brackets):
 ``fidelity``       three replica models and how far apart they land (:func:`compare_fidelities`)
 ``metrics``        reading a day: per hour, the rush, the summary (:func:`summary`)
 ``run_day``        one call for a whole day (:func:`simulate_day`)
+``routing``        routers that follow the prefix cache: round robin, session affinity,
+                   prefix-aware; each replica's cache hit rate, counted in capacity
+                   (:func:`~vidya_lab.autoscaling.routing.replay_routed`)
+``regions``        a second region: losing the first, and the spare replicas that cover it
+                   (:func:`~vidya_lab.autoscaling.regions.failover`)
 =================  ==========================================================================
 
 (``day`` holds the day's curve and requests, ``fleet`` the fleet's settings, its result and the
@@ -99,7 +104,16 @@ from vidya_lab.autoscaling.policies import (
     scheduled_for,
     utilisation,
 )
+from vidya_lab.autoscaling.regions import failover, failover_workload, region_profile
 from vidya_lab.autoscaling.replica import MAX_SLOTS, ReplicaModel, replica_model, smallest_tp
+from vidya_lab.autoscaling.routing import (
+    ROUTING_POLICIES,
+    PrefixAware,
+    RoutedCache,
+    replay_routed,
+    route,
+    routed_capacity,
+)
 from vidya_lab.autoscaling.run_day import simulate_day
 from vidya_lab.autoscaling.simulate import simulate_fleet
 from vidya_lab.autoscaling.waiting import Router, WaitingRoom
@@ -173,4 +187,13 @@ __all__ = [
     "Signals",
     "Router",
     "WaitingRoom",
+    "ROUTING_POLICIES",
+    "PrefixAware",
+    "RoutedCache",
+    "route",
+    "replay_routed",
+    "routed_capacity",
+    "failover",
+    "failover_workload",
+    "region_profile",
 ]

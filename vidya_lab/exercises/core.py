@@ -247,8 +247,10 @@ def judge_function(func: Any, reference: Callable, cases: Sequence[tuple], ex: E
     return Verdict("right", f"{ex.answer_name} agrees on {len(cases)} cases")
 
 
-def judge_choice(answer: Any, expected: Any, ex: Exercise) -> Verdict:
-    """A string answer, compared case-insensitively (``kind="choice"``) or a strict bool."""
+def judge_choice(answer: Any, expected: Any, ex: Exercise,
+                 givens: Mapping[str, Any] | None = None) -> Verdict:
+    """A string answer, compared case-insensitively (``kind="choice"``) or a strict bool; a wrong
+    choice that a :class:`Mistake` names gets that mistake's hint."""
     if ex.kind == "bool":
         if isinstance(answer, bool) and answer == bool(expected):
             return Verdict("right", str(answer))
@@ -258,6 +260,14 @@ def judge_choice(answer: Any, expected: Any, ex: Exercise) -> Verdict:
     if ex.choices and not (isinstance(answer, str) and answer.strip().lower()
                            in {c.lower() for c in ex.choices}):
         return Verdict("wrong", "answer with one of: " + ", ".join(repr(c) for c in ex.choices))
+    for mistake in ex.mistakes:
+        try:
+            wrong = mistake.value(givens or {})
+        except Exception:  # a broken mistake must not break the check
+            continue
+        if isinstance(answer, str) and isinstance(wrong, str) and \
+                answer.strip().lower() == wrong.strip().lower():
+            return Verdict("wrong", mistake.hint)
     return Verdict("wrong", ex.hint)
 
 
@@ -272,7 +282,7 @@ def judge(ex: Exercise, answer: Any, givens: Mapping[str, Any] | None = None) ->
         expected = ex.answer(g)
         if ex.kind in ("number", "integer"):
             return judge_number(answer, expected, ex, g)
-        return judge_choice(answer, expected, ex)
+        return judge_choice(answer, expected, ex, g)
     except Exception as exc:  # never break the book build
         return Verdict("wrong", f"could not check this answer ({type(exc).__name__}: {exc})")
 
