@@ -167,6 +167,13 @@ class Fx:
 
     @staticmethod
     @functools.cache
+    def routed():
+        from vidya_lab import autoscaling
+
+        return autoscaling.replay_routed(Fx.prompt_trace(), Fx.replica(), 2)
+
+    @staticmethod
+    @functools.cache
     def timelines():
         from vidya_lab import toyserver
 
@@ -302,7 +309,7 @@ BY_NAME = {
     "groups": lambda: [[0.1, 0.2, 0.3], [0.4, 0.5]], "day": lambda: "normal",
     "result": Fx.sim_result, "trace": Fx.prompt_trace, "policy": lambda: "reactive",
     "network_s": lambda: 0.15, "prefill_s": lambda: 0.3, "steps": lambda: 10,
-    "nbytes": lambda: 1e6, "tokens": lambda: 512.0, "microbatches": lambda: 4,
+    "nbytes": lambda: 1e6, "tokens": lambda: 512, "microbatches": lambda: 4,
     "path": lambda: out_path(), "arrival_s": lambda: np.linspace(0.0, 60.0, 30),
 }
 
@@ -464,6 +471,30 @@ BASE: dict[str, dict] = {
     "workload.make_workload": dict(prompt_tokens=lambda: _mod("workload").FixedLength(100),
                                    output_tokens=lambda: _mod("workload").FixedLength(10)),
     "workload.check_arrival_count": dict(expected=100.0, what="arrivals"),
+    "autoscaling.region_profile": dict(share=0.5),
+    "autoscaling.route": dict(replicas=2, tpot_s=0.05),
+    "autoscaling.replay_routed": dict(replicas=2),
+    "autoscaling.routed_capacity": dict(routed=lambda: Fx.routed(), answer_tokens=64),
+    "caching.assign_tenants": dict(tenants=3),
+    "caching.tenant_prefix_bytes": dict(tenants=3),
+    "caching.salt_keys": dict(keys=lambda: [1, 2, 3], salt=7),
+    "caching.probe_signal": dict(known_tokens=256, guessed_tokens=64),
+    "caching.simulate_isolated": dict(
+        tenant=lambda: _mod("caching").assign_tenants(Fx.prompt_trace(), 3)),
+    "caching.restore_or_recompute": dict(gpu_cached_tokens=128, offloaded_tokens=256),
+    "caching.break_even_link_bytes_per_s": dict(gpu_cached_tokens=128, offloaded_tokens=256),
+    "caching.simulate_offload": dict(gpu_cache_bytes=1e8, cpu_cache_bytes=1e10),
+    "caching.offload_sweep": dict(gpu_cache_bytes=lambda: [1e8, 1e9], cpu_cache_bytes=1e10),
+    "experts.expert_layout": dict(model="mixtral-8x7b", n=2),
+    "experts.moe_exchange": dict(model="mixtral-8x7b", n=2),
+    "experts.all_to_all_time_s": dict(nbytes_per_gpu=1e6, link="nvlink4"),
+    "experts.lora_adapter_params": dict(rank=16),
+    "experts.adapter_budget": dict(adapters=4, rank=16),
+    "procurement.hours_in_service": dict(replicas_by_hour=lambda: [1] * 12 + [3] * 12),
+    "procurement.reserved_replicas": dict(replicas_by_hour=lambda: [1] * 12 + [3] * 12,
+                                          ratio=0.5),
+    "procurement.monthly_cost_with": dict(replicas_by_hour=lambda: [1] * 12 + [3] * 12,
+                                          reserved=1, gpus_per_replica=1),
 }
 
 #: Entry points that are not module attributes: the documented builders of classes whose raw
@@ -488,6 +519,7 @@ EXCLUDED = {
     "autoscaling.FleetRun": _RESULT.format("autoscaling.simulate_fleet"),
     "autoscaling.FluidRun": _RESULT.format("autoscaling.simulate_fluid"),
     "autoscaling.ReplicaModel": _RESULT.format("autoscaling.replica_model: its tables"),
+    "autoscaling.RoutedCache": _RESULT.format("autoscaling.replay_routed"),
     "caching.CacheResult": _RESULT.format("caching.simulate"),
     "caching.PromptTrace": _RESULT.format("caching.tutor_trace: token ids and segments"),
     "layouts.Layout": _RESULT.format("layouts.evaluate_layout"),
@@ -1229,6 +1261,10 @@ FOUND = [
     ("sizing.cycle", dict(cached_tokens=512), ValueError, "cached_tokens must be an integer <="),
     ("slo.RequestTimeline", dict(token_times_s=-1), TypeError, "token_times_s must be a sequence"),
     ("slo.RequestTimeline", dict(token_times_s=lambda: range(10**12)), TypeError, "token_times_s"),
+    ("caching.host_to_device_bytes_per_s", dict(gpu=-1), TypeError,
+     "gpu must be a catalog gpu id or catalog.GPU"),  # AttributeError: 'int' has no 'id' before
+    ("caching.salt_keys", dict(keys=-1), TypeError, "keys must be a list of block key"),
+    ("caching.salt_keys", dict(keys=lambda: ["a"]), TypeError, r"keys\[0\] must be a block key"),
 ]
 
 
