@@ -38,8 +38,12 @@ def salt_keys(keys, salt: int) -> list[int]:
 
     Two tenants share no key (up to 64-bit hash collisions); one tenant shares exactly as before.
     """
-    s = v.check_int("salt", salt)
-    return [hash((s, k)) for k in keys]
+    keys = v.check_instances("keys", keys, int, "block key (int)")
+    return _salt(keys, v.check_int("salt", salt))
+
+
+def _salt(keys: list[int], salt: int) -> list[int]:
+    return [hash((salt, k)) for k in keys]
 
 
 def probe_signal(r: sizing.Replica, known_tokens: int, guessed_tokens: int,
@@ -112,7 +116,7 @@ def _salted_replay(trace: PromptTrace, r: sizing.Replica, cache: PrefixCache, te
         while running and running[0][0] <= t:
             _, _, handle, done = heapq.heappop(running)
             cache.release(handle, done)
-        p, own = int(prompt[i]), salt_keys(keys[i], int(tenant[i]))
+        p, own = int(prompt[i]), _salt(keys[i], int(tenant[i]))
         blocks, handle = cache.admit(own, (p - 1) // b, p // b)
         hit[i] = blocks * b
         ttft = overhead + prefill_time(r, p, int(hit[i]))

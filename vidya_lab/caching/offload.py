@@ -43,7 +43,7 @@ from vidya_lab.caching.prefix_cache import POLICIES, PrefixCache
 from vidya_lab.caching.replay import in_flight_tpot_s
 from vidya_lab.caching.savings import prefill_time
 from vidya_lab.caching.trace import KINDS, PromptTrace
-from vidya_lab.catalog import get_gpu, gpu_id_for
+from vidya_lab.catalog import GPU, get_gpu, gpu_id_for
 
 #: The measurement file and its row of host-to-device copy rates (pinned host memory, GB/s).
 MEASUREMENTS_FILE = "device_measurements.csv"
@@ -75,7 +75,8 @@ def host_to_device_bytes_per_s(gpu) -> float:
     measurement raises ``ValueError`` naming those that have one (pass ``link_bytes_per_s`` to the
     functions of this module instead).
     """
-    g = get_gpu(gpu) if isinstance(gpu, str) else gpu
+    g = get_gpu(gpu) if isinstance(gpu, str) else v.check_instance(
+        "gpu", gpu, GPU, "catalog gpu id or catalog.GPU")
     rates = _h2d_rates()
     if g.id not in rates:
         raise ValueError(f"no measured host-to-device copy rate for {g.id} in {MEASUREMENTS_FILE}; "
