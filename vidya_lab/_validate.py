@@ -167,7 +167,7 @@ def check_choice(name: str, value: object, choices) -> str:
     choices = tuple(choices)
     try:
         ok = value in choices
-    except TypeError:  # an unhashable or oddly-comparing value
+    except (TypeError, ValueError):  # unhashable, oddly comparing, or an array (elementwise ==)
         ok = False
     if not ok:
         allowed = ", ".join(repr(c) for c in choices)
