@@ -31,6 +31,8 @@ from vidya_lab.catalog import get_gpu, gpu_id_for
 KINDS = ("reserved", "on_demand", "spot")
 PROCUREMENT_CSV = "procurement.csv"
 HOURS_PER_DAY = 24.0
+#: Most replicas in service in an hour (hours_in_service counts replica by replica up to the peak).
+MAX_REPLICAS = 100_000
 
 
 def _rows() -> list[dict]:
@@ -116,8 +118,8 @@ def buy(replicas_by_hour, *, gpus_per_replica: int, gpu: str, days: int = 30,
     Returns a :class:`PurchasePlan`: the k-th replica is reserved when it is needed for at least
     24·ρ hours a day (module docstring).
     """
-    hours = v.check_reals("replicas_by_hour", replicas_by_hour, minimum=0.0, max_length=10_000,
-                          allow_empty=False)
+    hours = v.check_reals("replicas_by_hour", replicas_by_hour, minimum=0.0, maximum=MAX_REPLICAS,
+                          max_length=10_000, allow_empty=False)
     if len(hours) != 24:
         raise ValueError(f"replicas_by_hour must give 24 hourly values, got {len(hours)}")
     per = v.check_int("gpus_per_replica", gpus_per_replica, minimum=1, maximum=1024)
@@ -155,8 +157,8 @@ AVAILABILITY_RISK = ("on-demand capacity for 8-GPU machines is not guaranteed in
 
 
 def _day_curve(replicas_by_hour):
-    hours = v.check_reals("replicas_by_hour", replicas_by_hour, minimum=0.0, max_length=10_000,
-                          allow_empty=False)
+    hours = v.check_reals("replicas_by_hour", replicas_by_hour, minimum=0.0, maximum=MAX_REPLICAS,
+                          max_length=10_000, allow_empty=False)
     if len(hours) != 24:
         raise ValueError(f"replicas_by_hour must give 24 hourly values, got {len(hours)}")
     return hours
@@ -184,7 +186,7 @@ def monthly_cost_with(replicas_by_hour, reserved: int, *, gpus_per_replica: int,
     demand (a ``spot_share`` of it on spot), USD: ``reserved``, ``on_demand``, ``spot``, ``total``
     (the prices of :func:`buy`: the catalog's on-demand price and :func:`price_ratio`)."""
     hours = _day_curve(replicas_by_hour)
-    k = v.check_int("reserved", reserved, minimum=0, maximum=100_000)
+    k = v.check_int("reserved", reserved, minimum=0, maximum=MAX_REPLICAS)
     per = v.check_int("gpus_per_replica", gpus_per_replica, minimum=1, maximum=1024)
     days = v.check_int("days", days, minimum=1, maximum=366)
     share = v.check_fraction("spot_share", spot_share)
