@@ -114,8 +114,10 @@ def restore_or_recompute(r: sizing.Replica, prompt_tokens: int, gpu_cached_token
     """
     sizing._as_replica(r)
     n = v.check_int("prompt_tokens", prompt_tokens, minimum=1, maximum=10**7)
-    g = v.check_int("gpu_cached_tokens", gpu_cached_tokens, minimum=0, maximum=n - 1)
-    o = v.check_int("offloaded_tokens", offloaded_tokens, minimum=0, maximum=n - 1 - g)
+    g = v.check_int("gpu_cached_tokens (below prompt_tokens)", gpu_cached_tokens, minimum=0,
+                    maximum=n - 1)
+    o = v.check_int("offloaded_tokens (below prompt_tokens - gpu_cached_tokens)", offloaded_tokens,
+                    minimum=0, maximum=n - 1 - g)
     v.check_work("restore_or_recompute (chunks)", (n - g) / r.max_batched_tokens, 1e5,
                  unit="iterations")
     overhead = r.calibration.request_overhead_s
@@ -192,7 +194,8 @@ def simulate_offload(trace: PromptTrace, r: sizing.Replica | None = None, *,
     g_bytes = v.check_real("gpu_cache_bytes", gpu_cache_bytes, minimum=0.0)
     c_bytes = v.check_real("cpu_cache_bytes", cpu_cache_bytes, minimum=0.0, maximum=1e15)
     link = _link(r, link_bytes_per_s)
-    kinds = (kinds,) if isinstance(kinds, str) else tuple(kinds)
+    kinds = (kinds,) if isinstance(kinds, str) else tuple(
+        v.check_instances("kinds", kinds, str, "request kind (str)", max_length=100))
     for k in kinds:
         v.check_choice("kinds", k, KINDS)
     sel = np.isin(trace.kind, list(kinds))

@@ -278,6 +278,7 @@ def speculative_break_even_batch(r: sizing.Replica, context_tokens: int, drafter
 def _drafter(alpha, draft_cost_ratio, draft_model, draft_tp):
     if draft_cost_ratio is not None:
         return AssumedCostDraft(alpha, draft_cost_ratio)
+    v.check_instance("draft_model", draft_model, (str, Model), "model id string or catalog.Model")
     return DraftModel(alpha, draft_model, draft_tp)
 
 
