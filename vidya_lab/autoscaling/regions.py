@@ -53,6 +53,9 @@ def failover_workload(day: str | DiurnalProfile = "exam", *, share: float = 0.5,
     s = v.check_fraction("share", share, allow_zero=False)
     lost = v.check_real("lost_at_s", lost_at_s, minimum=0.0, maximum=SECONDS_PER_DAY)
     seed = v.check_int("seed", seed, minimum=0)
+    start_s = v.check_real("start_s", start_s, minimum=0.0, maximum=SECONDS_PER_DAY)
+    duration_s = v.check_real("duration_s", duration_s, minimum=0.0, min_inclusive=False,
+                              maximum=SECONDS_PER_DAY)
     w = day_workload(day, seed=seed, start_s=start_s, duration_s=duration_s)
     rng = as_rng(np.random.default_rng([seed, 7]))
     keep = (w.arrival_s >= lost) | (rng.random(len(w)) < s)
