@@ -1265,6 +1265,20 @@ FOUND = [
      "gpu must be a catalog gpu id or catalog.GPU"),  # AttributeError: 'int' has no 'id' before
     ("caching.salt_keys", dict(keys=-1), TypeError, "keys must be a list of block key"),
     ("caching.salt_keys", dict(keys=lambda: ["a"]), TypeError, r"keys\[0\] must be a block key"),
+    ("autoscaling.region_profile", dict(day=lambda: np.array([])), ValueError,
+     "day must be one of"),  # check_choice: an array's elementwise == was "truth value ambiguous"
+    ("autoscaling.route", dict(policy=lambda: np.array([])), ValueError, "policy must be one of"),
+    ("procurement.price_ratio", dict(kind=lambda: np.array([])), ValueError, "kind must be one of"),
+    ("procurement.hours_in_service", dict(replicas_by_hour=lambda: [1e12] * 24), ValueError,
+     "replicas_by_hour"),  # was a hang: a loop over 10**12 replicas
+    ("procurement.buy", dict(replicas_by_hour=lambda: [1e12] * 24), ValueError, "replicas_by_hour"),
+    ("caching.simulate_offload", dict(kinds=-1), TypeError, "kinds must be a list"),
+    ("caching.restore_or_recompute", dict(prompt_tokens=1), ValueError,
+     "gpu_cached_tokens .below prompt_tokens. must be"),
+    ("caching.break_even_link_bytes_per_s", dict(prompt_tokens=1), ValueError, "prompt_tokens"),
+    ("autoscaling.failover_workload", dict(duration_s=477744.0), ValueError, "duration_s must be"),
+    ("caching.spec_break_even_batch", dict(draft_model=-1), TypeError,
+     "draft_model must be a model id string"),
 ]
 
 
