@@ -46,9 +46,9 @@ Output (:mod:`~vidya_lab.admission.results`): :class:`SimResult`, the timelines 
 still in flight, and the iteration log. Same seed, same result: the simulator draws no random
 numbers of its own.
 
-Limits: prefix caching is not modelled (every prompt is prefilled in full; chapter 4 covers the
-cache), nor speculative decoding (one token per sequence per step). With pipeline parallelism
-(``pp > 1``) a step runs through all stages in turn, as the cost model's step time says; the
+Limits: the simulator does not model prefix caching (every prompt is prefilled in full; chapter 4
+covers the cache, and the sizing of :mod:`~vidya_lab.admission.disaggregation` counts it), nor
+speculative decoding (one token per sequence per step). With pipeline parallelism (``pp > 1``) a step runs through all stages in turn, as the cost model's step time says; the
 micro-batches an engine keeps in flight to fill the pipeline are not modelled, so throughput is
 understated for ``pp > 1`` (:func:`vidya_lab.sizing.saturated_throughput` assumes ``pp``
 micro-batches in flight). Speed: bookkeeping is aggregate (the decode set is a count, a context sum
@@ -70,7 +70,11 @@ file               the idea                                                the f
 ``simulation.py``  checks, limits, queueing mode; the entry point           :func:`simulate`
 ``results.py``     timelines and the iteration log                         ``collect``
 ``reading.py``     what the students felt during the upload                :func:`upload_report`
+``disaggregation`` prefill and decode on separate pools: when it pays     :func:`when_it_pays`
 =================  ======================================================  ===========================
+
+(``disaggregation.py`` is the chapter's last idea: the same cost model sizes a prefill pool for
+TTFT, a decode pool for TPOT and the KV transfer between them, against colocated replicas.)
 """
 
 from vidya_lab.admission.config import (
@@ -84,6 +88,16 @@ from vidya_lab.admission.config import (
     WATERMARK_FRACTION,
     SchedulerConfig,
     engine_default_chunk_tokens,
+)
+from vidya_lab.admission.disaggregation import (
+    colocated_pool,
+    decode_pool,
+    disaggregated,
+    kv_transfer_s,
+    prefill_pool,
+    sequences_that_fit,
+    stall_free_budget,
+    when_it_pays,
 )
 from vidya_lab.admission.engine import StepLimitExceeded
 from vidya_lab.admission.policies import chunked_prefill_time_s
@@ -131,4 +145,12 @@ __all__ = [
     "window_summary",
     "upload_report",
     "chunked_prefill_time_s",
+    "kv_transfer_s",
+    "sequences_that_fit",
+    "decode_pool",
+    "prefill_pool",
+    "colocated_pool",
+    "stall_free_budget",
+    "disaggregated",
+    "when_it_pays",
 ]

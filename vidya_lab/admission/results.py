@@ -61,7 +61,7 @@ class IterationLog:
     def step_chunks(self, j: int) -> list[tuple[int, int]]:
         """The prompt chunks of step ``j``: ``[(workload row, tokens), ...]`` in the order picked."""
         a, b = int(self.chunk_offsets[j]), int(self.chunk_offsets[j + 1])
-        return list(zip(self.chunk_request[a:b].tolist(), self.chunk_tokens[a:b].tolist()))
+        return list(zip(self.chunk_request[a:b].tolist(), self.chunk_tokens[a:b].tolist(), strict=True))
 
     @property
     def end_s(self) -> np.ndarray:
