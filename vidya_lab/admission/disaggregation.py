@@ -303,3 +303,38 @@ def when_it_pays(replica: sizing.Replica, rate_per_s: float, isl: int, osl: int,
     saving = tuned["cost_per_hour_usd"] - dis["cost_per_hour_usd"]
     return {"colocated": colo, "colocated_stall_free": tuned, "disaggregated": dis,
             "saving_per_hour_usd": saving, "pays": saving > 0}
+
+
+def _gpus_or_none(f, *args, **kwargs):
+    try:
+        return f(*args, **kwargs)
+    except ValueError:                             # this deployment cannot meet the target at all
+        return None
+
+
+def tpot_sweep(replica: sizing.Replica, rate_per_s: float, isl: int, osl: int,
+               ttft_target_s: float, tpot_targets_s, cached_tokens: int = 0, *,
+               link: str | catalog.Link = "infiniband-ndr") -> list[dict]:
+    """GPUs each deployment needs at each TPOT target (for the chapter's "when it pays" figure).
+
+    One row per target: ``tpot_target_s``, ``colocated_gpus`` (the engine's budget),
+    ``stall_free_gpus`` and ``stall_free_budget``, ``disaggregated_gpus``, ``prefill_gpus`` and
+    ``decode_gpus``; ``None`` where that deployment cannot meet the target.
+    """
+    sizing._as_replica(replica)
+    targets = v.check_reals("tpot_targets_s", tpot_targets_s, minimum=1e-4, max_length=200)
+    rows = []
+    for t in targets.tolist():
+        colo = _gpus_or_none(colocated_pool, replica, rate_per_s, isl, osl, t, cached_tokens)
+        budget = _gpus_or_none(stall_free_budget, replica, isl, osl, t, cached_tokens)
+        tuned = None if budget is None else colocated_pool(
+            _with_budget(replica, budget), rate_per_s, isl, osl, t, cached_tokens)
+        dis = _gpus_or_none(disaggregated, replica, replica, rate_per_s, isl, osl, ttft_target_s,
+                            t, cached_tokens, link=link)
+        rows.append({
+            "tpot_target_s": t, "colocated_gpus": None if colo is None else colo["gpus"],
+            "stall_free_budget": budget, "stall_free_gpus": None if tuned is None else tuned["gpus"],
+            "disaggregated_gpus": None if dis is None else dis["gpus"],
+            "prefill_gpus": None if dis is None else dis["prefill_replicas"] * replica.n_gpus,
+            "decode_gpus": None if dis is None else dis["decode_replicas"] * replica.n_gpus})
+    return rows
