@@ -230,6 +230,17 @@ EXERCISES = [
         answer=lambda g: "bounded queue",
         choices=tuple(LOAD_CHOICES),
         unit="",
+        mistakes=(
+            Mistake(lambda g: "faster steps",
+                    "the server and its cost per step are the same in both runs; what differs is "
+                    "how many requests are waiting when a burst comes"),
+            Mistake(lambda g: "fewer requests",
+                    "both runs offered the same mean rate for the same time, so about the same "
+                    "number of requests; the difference is in when they arrive"),
+            Mistake(lambda g: "cold start",
+                    "an empty server at the start shapes the first few requests of a run, "
+                    "not the p99 of the whole of it"),
+        ),
         hint="the two runs offered the same mean rate of the same requests to the same server; "
              "ask what a closed-loop user does while its request waits",
         level="explain",
