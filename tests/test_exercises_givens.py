@@ -71,9 +71,14 @@ def test_each_student_is_right_for_their_own_numbers_only(ex):
     mine, book = solve(ex, a), solve(ex)
     assert judge(ex, mine, a).right
     assert not judge(ex, book, a).right  # the book's answer
-    # a classmate's answer (five classmates: none of their answers passes for alice's)
-    classmates = [G.draw_givens(spec, SECRET, who, ex.chapter)
-                  for who in ("bob", "carol", "dave", "erin", "frank")]
+    # a classmate's answer: of five classmates, those whose numbers for this exercise differ from
+    # alice's (a small grid can deal two students the same numbers, and then the same answer is
+    # right for both), none passes for alice's; at least two must differ, or the grid is too small
+    drawn = [G.draw_givens(spec, SECRET, who, ex.chapter)
+             for who in ("bob", "carol", "dave", "erin", "frank")]
+    mine_resolved = ex.resolve_givens(a)
+    classmates = [b for b in drawn if ex.resolve_givens(b) != mine_resolved]
+    assert len(classmates) >= 2, f"{ex.id}: {5 - len(classmates)} of 5 classmates share alice's numbers"
     copied_right = [judge(ex, solve(ex, b), a).right for b in classmates]
     assert not any(copied_right), copied_right
     for m in ex.mistakes:  # the hints follow the student's own numbers

@@ -42,3 +42,13 @@ def test_draw_and_build():
     policy.value = "chunked prefill"   # the observer redraws without error
     chunk.value = 2048
     assert "during" in box.children[-1].value
+
+
+def test_the_default_budget_is_the_engines_and_partial_prefills_let_students_pass():
+    assert ch05.default_chunk() == 8192 == sizing.engine_defaults(ch05.replica().gpu).max_batched_tokens
+    assert ch05.compute_view("chunked prefill")["chunk_tokens"] == 8192
+    one = ch05.compute_view("chunked prefill", None, ch05.TANVI.upload_tokens, 0.5)
+    two = ch05.compute_view("chunked, 2 partial prefills", None, ch05.TANVI.upload_tokens, 0.5)
+    # a student who arrives during the upload no longer waits for all of it
+    assert two["report"]["during"]["ttft_s"]["p99"] < one["report"]["during"]["ttft_s"]["p99"]
+    assert two["report"]["upload"]["ttft_s"] > one["report"]["upload"]["ttft_s"]

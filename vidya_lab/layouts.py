@@ -9,11 +9,10 @@ The search
 :func:`search_layouts` enumerates (TP, PP) for a model on one GPU type, keeps the layouts whose
 weights and at least one ``isl + osl``-token sequence fit, sizes the replicas for the peak load with
 :func:`vidya_lab.sizing.gpus_for_peak_load` (each replica at the largest batch whose steady TPOT meets
-the target, replicas = ceil(λ·osl / (tokens/s per replica · utilisation))), and ranks them: layouts
-meeting both latency targets first, then by cost per hour, then by TPOT. It never returns a layout
-that does not fit. :func:`evaluate_layout` scores one layout (and may say it does not fit);
-:func:`pareto_frontier` keeps the layouts no other beats on both cost and TPOT;
-:func:`cost_vs_tpot_target` is the price of a tighter TPOT target.
+the target), and ranks them: those meeting both targets first, then by cost (ties within
+:data:`COST_TIE_TOLERANCE` to the simplest). It never returns a layout that does not fit;
+:func:`evaluate_layout` scores one layout (and may say it does not fit), :func:`pareto_frontier`
+keeps those no other beats on cost and TPOT, :func:`cost_vs_tpot_target` prices a TPOT target.
 
 Chapter-level analyses
 ----------------------
@@ -28,8 +27,7 @@ Chapter-level analyses
 TTFT here is the time to first token of one request on an idle replica (the floor); queueing and
 interference from other requests are chapter 5's simulator.
 
-References: Shoeybi et al., *Megatron-LM* (arXiv:1909.08053); Huang et al., *GPipe*
-(arXiv:1811.06965); Little (1961); facts.md "Deployment sizing".
+References: Megatron-LM (arXiv:1909.08053); GPipe (arXiv:1811.06965); facts.md "Deployment sizing".
 """
 
 from __future__ import annotations
@@ -242,10 +240,9 @@ def _rank_key(x: Layout):
 def search_layouts(model, gpu, *, peak_rps: float, isl: int, osl: int, ttft_target_s: float,
                    tpot_target_s: float, precision: str = "bf16", kv_precision: str | None = None,
                    memory_rule: str = "vllm", utilisation: float = DEFAULT_UTILISATION,
-                   max_gpus_per_replica: int = DEFAULT_MAX_GPUS_PER_REPLICA, tps=None,
-                   pps=None, interconnect: str | None = None,
-                   inter_node: str | None = None, calibration=None,
-                   cached_tokens: int = 0) -> list[Layout]:
+                   max_gpus_per_replica: int = DEFAULT_MAX_GPUS_PER_REPLICA, tps=None, pps=None,
+                   interconnect: str | None = None, inter_node: str | None = None,
+                   calibration=None, cached_tokens: int = 0) -> list[Layout]:
     """Every layout of ``model`` on ``gpu`` that fits, sized for ``peak_rps``, ranked.
 
     Order (:func:`rank`): layouts meeting both targets within 5 % of the cheapest such cost, simplest

@@ -46,9 +46,9 @@ Output (:mod:`~vidya_lab.admission.results`): :class:`SimResult`, the timelines 
 still in flight, and the iteration log. Same seed, same result: the simulator draws no random
 numbers of its own.
 
-Limits: prefix caching is not modelled (every prompt is prefilled in full; chapter 4 covers the
-cache), nor speculative decoding (one token per sequence per step). With pipeline parallelism
-(``pp > 1``) a step runs through all stages in turn, as the cost model's step time says; the
+Limits: the simulator does not model prefix caching (every prompt is prefilled in full; chapter 4
+covers the cache, and the sizing of :mod:`~vidya_lab.admission.disaggregation` counts it), nor
+speculative decoding (one token per sequence per step). With pipeline parallelism (``pp > 1``) a step runs through all stages in turn, as the cost model's step time says; the
 micro-batches an engine keeps in flight to fill the pipeline are not modelled, so throughput is
 understated for ``pp > 1`` (:func:`vidya_lab.sizing.saturated_throughput` assumes ``pp``
 micro-batches in flight). Speed: bookkeeping is aggregate (the decode set is a count, a context sum
@@ -57,20 +57,27 @@ and a block-phase histogram; finishing times are bucketed by round), so a step c
 
 Read the code (in this order)
 -----------------------------
-=================  ======================================================  ===========================
-file               the idea                                                the function to read
-=================  ======================================================  ===========================
-``config.py``      what a run can be told, with the engine's defaults      :func:`engine_default_chunk_tokens`
-``workloads.py``   students and one teacher's upload                       :func:`upload_workload`
-``requests.py``    a request's life: wait, prefill, decode, done            ``RequestBook.back_to_waiting``
-``intake.py``      admission control and the queues                        ``Intake.take_arrivals``
-``memory.py``      the KV pool and the decoding set's blocks                ``DecodeSet.blocks_needed``
-``policies.py``    which prompts a step carries: the freeze and its cures   ``partial_prefills``
-``engine.py``      the loop: one iteration, one event                       ``Engine.run``
-``simulation.py``  checks, limits, queueing mode; the entry point           :func:`simulate`
-``results.py``     timelines and the iteration log                         ``collect``
-``reading.py``     what the students felt during the upload                :func:`upload_report`
-=================  ======================================================  ===========================
+=====================  ======================================================  ===================================
+file                   the idea                                                the function to read
+=====================  ======================================================  ===================================
+``config.py``          what a run can be told, with the engine's defaults      :func:`engine_default_chunk_tokens`
+``workloads.py``       students and one teacher's upload                       :func:`upload_workload`
+``requests.py``        a request's life: wait, prefill, decode, done           ``RequestBook.back_to_waiting``
+``intake.py``          admission control and the queues                        ``Intake.take_arrivals``
+``memory.py``          the KV pool and the decoding set's blocks               ``DecodeSet.blocks_needed``
+``policies.py``        which prompts a step carries: the freeze and its cures  ``partial_prefills``
+``engine.py``          the loop: one iteration, one event                      ``Engine.run``
+``simulation.py``      checks, limits, queueing mode; the entry point          :func:`simulate`
+``results.py``         timelines and the iteration log                         ``collect``
+``theory.py``          the simulator against M/M/1 and M/D/1                   :func:`queueing_check`
+``reading.py``         what the students felt during the upload                :func:`upload_report`
+``disaggregation.py``  prefill and decode pools apart: when it pays            :func:`when_it_pays`
+=====================  ======================================================  ===================================
+
+``disaggregation.py`` is the chapter's last idea: the same cost model sizes a prefill pool for the
+TTFT target, a decode pool for the TPOT target and the KV transfer between them, against colocated
+replicas. ``theory.py`` is the check that comes first in the chapter: the simulator, reduced to one
+slot, against the queueing formulas.
 """
 
 from vidya_lab.admission.config import (
@@ -84,6 +91,17 @@ from vidya_lab.admission.config import (
     WATERMARK_FRACTION,
     SchedulerConfig,
     engine_default_chunk_tokens,
+)
+from vidya_lab.admission.disaggregation import (
+    colocated_pool,
+    decode_pool,
+    disaggregated,
+    kv_transfer_s,
+    prefill_pool,
+    sequences_that_fit,
+    stall_free_budget,
+    tpot_sweep,
+    when_it_pays,
 )
 from vidya_lab.admission.engine import StepLimitExceeded
 from vidya_lab.admission.policies import chunked_prefill_time_s
@@ -101,6 +119,7 @@ from vidya_lab.admission.simulation import (
     max_request_tokens,
     simulate,
 )
+from vidya_lab.admission.theory import queueing_check
 from vidya_lab.admission.workloads import poisson_workload, saturation_rate_per_s, upload_workload
 from vidya_lab.scenario import TANVI as TANVI  # the scenario the defaults come from
 
@@ -131,4 +150,14 @@ __all__ = [
     "window_summary",
     "upload_report",
     "chunked_prefill_time_s",
+    "kv_transfer_s",
+    "sequences_that_fit",
+    "decode_pool",
+    "prefill_pool",
+    "colocated_pool",
+    "stall_free_budget",
+    "disaggregated",
+    "when_it_pays",
+    "tpot_sweep",
+    "queueing_check",
 ]

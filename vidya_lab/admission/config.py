@@ -65,8 +65,9 @@ class SchedulerConfig:
     policy : ``"fcfs"``, ``"chunked"`` or ``"priority"`` (package docstring).
     chunk_tokens : token budget of one step under ``"chunked"``/``"priority"`` (decodes count one
         token each; the rest goes to prompt chunks), tokens (≥ 1). ``None`` (default): the
-        engine's default for the replica's GPU, :func:`engine_default_chunk_tokens` (8192 on an
-        H100, 2048 on an A100 or L40S). Sarathi-Serve studies 512–2048.
+        replica's ``max_batched_tokens``, which is vLLM's ``max_num_batched_tokens`` and defaults
+        to the engine's value for the GPU, :func:`engine_default_chunk_tokens` (8192 on an H100,
+        2048 on an A100 or L40S). Sarathi-Serve studies 512–2048.
     max_num_partial_prefills : under ``"chunked"``, most prompts prefilled in one step (vLLM's
         setting; default 1). With 1 the budget alone decides, as in vLLM: started prompts first,
         then waiting ones in arrival order. With more, the prompt part of the budget is split
@@ -141,8 +142,8 @@ class SchedulerConfig:
         return dict(self.class_priority).get(klass, 0)
 
     def chunk_budget(self, gpu: str | catalog.GPU) -> int:
-        """The token budget of one chunked step on ``gpu``: ``chunk_tokens``, or the engine's
-        default (:func:`engine_default_chunk_tokens`)."""
+        """The token budget of one chunked step on a replica of ``gpu`` with the engine's default
+        ``max_batched_tokens``: ``chunk_tokens``, or :func:`engine_default_chunk_tokens`."""
         if self.chunk_tokens is not None:
             return self.chunk_tokens
         return engine_default_chunk_tokens(gpu)

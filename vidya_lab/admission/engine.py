@@ -47,6 +47,8 @@ class StepRecorder:
         self.decode_count: list[int] = []
         self.kv_blocks_used: list[int] = []
         self.waiting: list[int] = []
+        self.chunk_request: list[int] = []   # every prompt chunk: its request and its tokens
+        self.chunk_tokens: list[int] = []
 
     def record(self, start: float, duration: float, picked, decode_count: int, blocks_used: int,
                waiting: int) -> None:
@@ -54,8 +56,10 @@ class StepRecorder:
         self.start.append(start)
         self.duration.append(duration)
         tokens = 0
-        for _, c in picked:
+        for i, c in picked:
             tokens += c
+            self.chunk_request.append(i)
+            self.chunk_tokens.append(c)
         self.prefill_tokens.append(tokens)
         self.prefill_seqs.append(len(picked))
         self.decode_count.append(decode_count)
@@ -88,7 +92,9 @@ class Engine:
         self.max_batch = cfg.max_batch if cfg.max_batch is not None else r.max_num_seqs
         self.fcfs_budget = (cfg.max_batched_tokens if cfg.max_batched_tokens is not None
                             else r.max_batched_tokens)
-        self.chunk = cfg.chunk_budget(r.gpu)
+        # the replica's token budget per iteration is vLLM's max_num_batched_tokens: chunk_tokens
+        # overrides it; by default it is the replica's (the engine's default for the GPU)
+        self.chunk = cfg.chunk_tokens if cfg.chunk_tokens is not None else r.max_batched_tokens
         self.partial = (cfg.max_num_partial_prefills, cfg.max_long_partial_prefills,
                         cfg.long_prefill_tokens(r.model))
         self.fcfs = cfg.policy == "fcfs"

@@ -38,6 +38,9 @@ class IterationLog:
     decode_count : decoding sequences (one token each).
     kv_blocks_used : blocks held when the step started (after any preemption and admission).
     waiting : requests waiting for admission when the step started.
+    chunk_offsets, chunk_request, chunk_tokens : every prompt chunk of every step (CSR): the
+        chunks of step ``j`` are ``chunk_request[chunk_offsets[j]:chunk_offsets[j + 1]]`` (workload
+        rows, in the order the policy picked them) with their tokens in ``chunk_tokens``.
     """
 
     start_s: np.ndarray
@@ -48,9 +51,17 @@ class IterationLog:
     decode_count: np.ndarray
     kv_blocks_used: np.ndarray
     waiting: np.ndarray
+    chunk_offsets: np.ndarray
+    chunk_request: np.ndarray
+    chunk_tokens: np.ndarray
 
     def __len__(self) -> int:
         return int(self.start_s.size)
+
+    def step_chunks(self, j: int) -> list[tuple[int, int]]:
+        """The prompt chunks of step ``j``: ``[(workload row, tokens), ...]`` in the order picked."""
+        a, b = int(self.chunk_offsets[j]), int(self.chunk_offsets[j + 1])
+        return list(zip(self.chunk_request[a:b].tolist(), self.chunk_tokens[a:b].tolist(), strict=True))
 
     @property
     def end_s(self) -> np.ndarray:
@@ -168,7 +179,10 @@ def collect(eng, w: Workload, cfg: SchedulerConfig, wall_before: float) -> SimRe
     log = IterationLog(np.asarray(rec.start, dtype=float), np.asarray(rec.duration, dtype=float),
                        prefill_seqs + decodes, np.asarray(rec.prefill_tokens, dtype=np.int64),
                        prefill_seqs, decodes, np.asarray(rec.kv_blocks_used, dtype=np.int64),
-                       np.asarray(rec.waiting, dtype=np.int64))
+                       np.asarray(rec.waiting, dtype=np.int64),
+                       np.concatenate([[0], np.cumsum(prefill_seqs)]).astype(np.int64),
+                       np.asarray(rec.chunk_request, dtype=np.int64),
+                       np.asarray(rec.chunk_tokens, dtype=np.int64))
     wall = wall_before + (time.perf_counter() - t0)
     return SimResult(timelines=timelines,
                      reject_reason=np.asarray(book.reason, dtype=object)[done].astype(str),

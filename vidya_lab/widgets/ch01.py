@@ -2,7 +2,10 @@
 
 No math here: the trace comes from :mod:`vidya_lab.toyserver` on Tanvi's traffic, the metrics from
 :mod:`vidya_lab.slo`. :func:`compute_view` (numbers) and :func:`draw` (a matplotlib figure) are plain
-functions that tests call without a browser; :func:`build` wires them to sliders.
+functions that tests call without a browser; :func:`build` wires them to sliders. The widget's
+trace at a load is ten minutes with the busy trace's seed, so at the busy load (1.4 requests/s) it
+is the chapter's busy trace itself, and shows the same p99 as the prose. The chapter's other
+figures are in :mod:`vidya_lab.figures.ch01`.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from vidya_lab import slo
+from vidya_lab.exercises.ch01 import BUSY_SEED, TRACE_DURATION_S
 from vidya_lab.scenario import TANVI
 from vidya_lab.toyserver import ToyServer, simulate, tutor_workload
 
@@ -21,8 +25,8 @@ from vidya_lab.toyserver import ToyServer, simulate, tutor_workload
 RATE_RANGE_PER_S = (0.2, 2.4)
 TTFT_RANGE_S = (0.25, 10.0)
 TPOT_RANGE_S = (0.01, 0.2)
-DURATION_S = 600.0
-SEED = 7
+#: Each load's trace: the busy trace's length and seed (one seed, one place: exercises/ch01.py).
+DURATION_S, SEED = TRACE_DURATION_S, BUSY_SEED
 
 
 @lru_cache(maxsize=64)
@@ -32,7 +36,13 @@ def trace_at(rate_per_s: float, duration_s: float = DURATION_S, seed: int = SEED
 
 
 def compute_view(ttft_target_s: float, tpot_target_s: float, rate_per_s: float) -> dict:
-    """Everything the widget shows, as numbers.
+    """Everything the widget shows at a load, as numbers: :func:`view_of` the trace at that load."""
+    return view_of(trace_at(float(rate_per_s)), ttft_target_s, tpot_target_s, rate_per_s)
+
+
+def view_of(trace: slo.Timelines, ttft_target_s: float, tpot_target_s: float,
+            rate_per_s: float) -> dict:
+    """Everything the widget shows for ``trace`` (run at ``rate_per_s``), as numbers.
 
     Returns
     -------
@@ -40,7 +50,7 @@ def compute_view(ttft_target_s: float, tpot_target_s: float, rate_per_s: float) 
     (:func:`vidya_lab.slo.percentile_summary` of each), ``attainment`` (0..1, both targets),
     ``attainment_ttft`` and ``attainment_tpot`` (each target alone), ``count``, and the inputs.
     """
-    trace = trace_at(float(rate_per_s))
+    trace = slo.as_timelines(trace)
     target = slo.SLO(ttft_s=ttft_target_s, tpot_s=tpot_target_s)
     ttft = slo.ttft_s(trace)
     tpot = slo.tpot_s(trace)
@@ -192,58 +202,3 @@ def build():
         w.observe(update, names="value")
     update()
     return widgets.VBox([ttft, tpot, rate, out, text])
-
-
-# ----------------------------------------------------------------------------- the timeline figure
-
-def timeline_example(seed: int = 12) -> slo.Timelines:
-    """A few requests on a two-slot toy replica, with every token's emit time (for the figure).
-
-    Short answers (mean 40 tokens) so each token is visible; four requests arriving as a Poisson
-    stream of 3 requests/s, so the third has to wait for a free slot.
-    """
-    from vidya_lab.workload import LognormalLength, make_workload, poisson_arrivals
-
-    arrivals = poisson_arrivals(3.0, 10.0, seed=seed)[:4]
-    w = make_workload(arrivals, prompt_tokens=LognormalLength(TANVI.prompt_tokens_mean,
-                                                              TANVI.prompt_tokens_mean),
-                      output_tokens=LognormalLength(40, 30, min_tokens=8), seed=seed)
-    return simulate(w, ToyServer(max_batch=2), record_token_times=True)
-
-
-def draw_timelines(trace: slo.Timelines, fig: Figure | None = None) -> Figure:
-    """Draw each request's timeline: waiting, prefill, and every token as a tick; label TTFT and e2e.
-
-    The bars are the trace's own timestamps (arrival, admission, first token, each token, finish).
-    """
-    fig = fig or Figure(figsize=(9, 1.2 + 0.75 * len(trace)))
-    fig.clear()
-    ax = fig.subplots()
-    t0 = float(np.min(trace.arrival_s))
-    for row in range(len(trace)):
-        r = trace.record(row)
-        y = len(trace) - 1 - row
-        a, s, f, c = (x - t0 for x in (r.arrival_s, r.admitted_s, r.first_token_s, r.finish_s))
-        ax.barh(y, s - a, left=a, height=0.5, color="#f2c57c", label="waiting in the queue" if row == 0 else None)
-        ax.barh(y, f - s, left=s, height=0.5, color="#d9534f", label="prefill (one step)" if row == 0 else None)
-        ax.barh(y, c - f, left=f, height=0.5, color="#9ab7d3", label="decode" if row == 0 else None)
-        ticks = np.asarray(r.token_times_s) - t0
-        ax.vlines(ticks, y - 0.25, y + 0.25, color="#1f3b57", lw=0.6,
-                  label="a token is emitted" if row == 0 else None)
-        ax.plot([a], [y], marker="v", color="black", ms=7, label="arrival" if row == 0 else None)
-        ax.annotate("", xy=(f, y + 0.42), xytext=(a, y + 0.42),
-                    arrowprops={"arrowstyle": "<->", "lw": 0.9})
-        ax.text((a + f) / 2, y + 0.47, f"TTFT {f - a:.2f} s", ha="center", va="bottom", fontsize=8)
-        tpot = (c - f) / (r.output_tokens - 1) if r.output_tokens > 1 else float("nan")
-        ax.text(c + 0.01, y, f"{r.output_tokens} tokens, TPOT {tpot * 1000:.0f} ms, "
-                f"e2e {c - a:.2f} s", va="center", fontsize=8)
-    ax.set_yticks(range(len(trace)), [f"request {i}" for i in reversed(range(len(trace)))])
-    ax.set_ylim(-0.6, len(trace) - 0.1 + 0.3)
-    right = float(np.nanmax(trace.finish_s)) - t0
-    ax.set_xlim(-0.02, right * 1.45)
-    ax.set_xlabel("time since the first arrival (s)")
-    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), fontsize=7, ncol=5, frameon=False)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
-    fig.tight_layout()
-    return fig

@@ -18,13 +18,15 @@ from matplotlib.figure import Figure
 from vidya_lab import admission, sizing
 from vidya_lab.scenario import TANVI
 
-#: Policy choices shown to the reader: label -> (policy, aging_s).
-POLICY_CHOICES: dict[str, tuple[str, float | None]] = {
-    "FCFS, whole prompts": ("fcfs", None),
-    "chunked prefill": ("chunked", None),
-    "priority, strict": ("priority", None),
-    "priority + aging (2 s)": ("priority", 2.0),
+#: Policy choices shown to the reader: label -> (policy, aging_s, max_num_partial_prefills).
+POLICY_CHOICES: dict[str, tuple[str, float | None, int]] = {
+    "FCFS, whole prompts": ("fcfs", None, 1),
+    "chunked prefill": ("chunked", None, 1),
+    "chunked, 2 partial prefills": ("chunked", None, 2),
+    "priority, strict": ("priority", None, 1),
+    "priority + aging (2 s)": ("priority", 2.0, 1),
 }
+#: Token budgets offered, tokens; the default is the engine's for the GPU (:func:`default_chunk`).
 CHUNK_CHOICES = (256, 512, 1024, 2048, 4096, 8192)
 UPLOAD_CHOICES = (5_000, 10_000, 20_000, TANVI.upload_tokens, 60_000, 80_000)
 LOAD_RANGE = (0.1, 0.9)          # fraction of the replica's saturated request rate
@@ -40,6 +42,11 @@ def replica() -> sizing.Replica:
     return sizing.Replica(TANVI.model_id, GPU_ID, tp=TP)
 
 
+def default_chunk() -> int:
+    """The engine's token budget on the chapter's GPU (vLLM's ``max_num_batched_tokens``)."""
+    return replica().max_batched_tokens
+
+
 @lru_cache(maxsize=1)
 def saturation_rate_per_s() -> float:
     """Requests/s the replica sustains for the scenario's mean prompt and answer."""
@@ -53,16 +60,17 @@ def run(policy_label: str, chunk_tokens: int, upload_tokens: int, load: float
     """One simulated window (cached): students at ``load`` × saturation plus one upload."""
     if policy_label not in POLICY_CHOICES:
         raise ValueError(f"policy_label must be one of {list(POLICY_CHOICES)}; got {policy_label!r}")
-    policy, aging = POLICY_CHOICES[policy_label]
+    policy, aging, partial = POLICY_CHOICES[policy_label]
     w = admission.upload_workload(load * saturation_rate_per_s(), WINDOW_S, seed=SEED,
                                   upload_at_s=UPLOAD_AT_S, upload_tokens=int(upload_tokens))
-    cfg = admission.SchedulerConfig(policy=policy, chunk_tokens=int(chunk_tokens), aging_s=aging)
+    cfg = admission.SchedulerConfig(policy=policy, chunk_tokens=int(chunk_tokens), aging_s=aging,
+                                    max_num_partial_prefills=partial)
     return admission.simulate(replica(), w, cfg)
 
 
-def compute_view(policy_label: str = "FCFS, whole prompts", chunk_tokens: int = 512,
+def compute_view(policy_label: str = "FCFS, whole prompts", chunk_tokens: int | None = None,
                  upload_tokens: int = TANVI.upload_tokens, load: float = 0.5) -> dict:
-    """Everything the widget shows, as numbers.
+    """Everything the widget shows, as numbers (``chunk_tokens`` ``None``: the engine's budget).
 
     Returns the inputs, ``rate_per_s`` (students' arrival rate), ``emit_s`` and ``worst_gap_s``
     (the longest student inter-token gap ending at each step, seconds), ``report``
@@ -70,6 +78,8 @@ def compute_view(policy_label: str = "FCFS, whole prompts", chunk_tokens: int = 
     upload's own TTFT and end-to-end), ``upload_arrival_s``, ``upload_first_token_s`` (None if it
     got none) and ``tpot_target_s``.
     """
+    if chunk_tokens is None:
+        chunk_tokens = default_chunk()
     res = run(policy_label, int(chunk_tokens), int(upload_tokens), round(float(load), 3))
     emit, gap = admission.worst_gap_by_time(res)
     report = admission.upload_report(res)
@@ -184,7 +194,7 @@ def build():
     layout = widgets.Layout(width="34em")
     policy = widgets.Dropdown(options=list(POLICY_CHOICES), value="FCFS, whole prompts",
                               description="policy", style=style, layout=layout)
-    chunk = widgets.SelectionSlider(options=list(CHUNK_CHOICES), value=512,
+    chunk = widgets.SelectionSlider(options=list(CHUNK_CHOICES), value=default_chunk(),
                                     description="chunk (tokens)", style=style, layout=layout)
     upload = widgets.SelectionSlider(options=list(UPLOAD_CHOICES), value=TANVI.upload_tokens,
                                      description="upload (tokens)", style=style, layout=layout)

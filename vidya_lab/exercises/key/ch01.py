@@ -11,10 +11,14 @@ import numpy as np
 from vidya_lab import slo
 from vidya_lab.exercises.ch01 import (
     GIVENS,
+    LOAD_CHOICES,
+    PILOT_DURATION_S,
     READING_CASES,
     busy_trace,
     example_request,
+    llmperf_record,
     overloaded_trace,
+    pilot_intervals,
     replica_traces,
     tutor_slo,
 )
@@ -83,6 +87,24 @@ def _attainment_of_finished(g) -> float:
     return slo.attainment(t[t.finished], tutor_slo())
 
 
+# ----------------------------------------------------------------------------- 1.8
+
+def _llmperf_tpot(g, gaps: int = -1, start: str = "ttft_s") -> float:
+    r = llmperf_record(g["busy_seed"])
+    begin = r[start] if start else 0.0
+    return (r["end_to_end_latency_s"] - begin) / (r["number_output_tokens"] + gaps)
+
+
+# ----------------------------------------------------------------------------- 1.9
+
+def _hours(g, half_width: str = "batch_means", power: float = 2.0) -> float:
+    iv = pilot_intervals(g["pilot_seed"])
+    h = iv.batch_means_half_width if half_width == "batch_means" else iv.bootstrap_half_width
+    return PILOT_DURATION_S / 3600 * (h / (g["rel_half_width"] * iv.estimate)) ** power
+
+
+PILOT = {k: GIVENS[k] for k in ("pilot_seed", "rel_half_width")}
+
 EXERCISES = [
     Exercise(
         id="1.1",
@@ -103,6 +125,7 @@ EXERCISES = [
         ),
         hint="TTFT = first_token_s − arrival_s of each finished request; then numpy's default "
              "(linear) 99th percentile",
+        level="compute",
     ),
     Exercise(
         id="1.2",
@@ -122,6 +145,7 @@ EXERCISES = [
                     "that is tokens per second; TPOT is its inverse, seconds per token"),
         ),
         hint="TPOT = (finish_s − first_token_s) / (output_tokens − 1)",
+        level="compute",
     ),
     Exercise(
         id="1.3",
@@ -142,6 +166,7 @@ EXERCISES = [
                     "requests and take the p99 of all of them"),
         ),
         hint="np.concatenate the TTFTs of both replicas, then take the 99th percentile",
+        level="explain",
     ),
     Exercise(
         id="1.4",
@@ -163,6 +188,7 @@ EXERCISES = [
                     "that is a speed in tokens per second; TPOT is seconds per token, its inverse"),
         ),
         hint="words/min → tokens/s: × tokens per word ÷ 60; × headroom; TPOT is 1 / that",
+        level="compute",
     ),
     Exercise(
         id="1.5",
@@ -182,6 +208,7 @@ EXERCISES = [
         ),
         hint="meets = finished and TTFT ≤ target and TPOT ≤ target (one-token answers have no TPOT "
              "to miss); attainment = count(meets) / count(all requests)",
+        level="explain",
     ),
     Exercise(
         id="1.6",
@@ -193,5 +220,67 @@ EXERCISES = [
         answer_name="tpot_target",
         hint="tokens/s the reader needs = words/min × tokens per word ÷ 60; multiply by the "
              "headroom; TPOT is one over that",
+        level="compute",
+    ),
+    Exercise(
+        id="1.7",
+        prompt="why a closed-loop benchmark shows a smaller p99 TTFT than an open loop at the same "
+               "mean rate (one of ex1.LOAD_CHOICES)",
+        kind="choice",
+        answer=lambda g: "bounded queue",
+        choices=tuple(LOAD_CHOICES),
+        unit="",
+        mistakes=(
+            Mistake(lambda g: "faster steps",
+                    "the server and its cost per step are the same in both runs; what differs is "
+                    "how many requests are waiting when a burst comes"),
+            Mistake(lambda g: "fewer requests",
+                    "both runs offered the same mean rate for the same time, so about the same "
+                    "number of requests; the difference is in when they arrive"),
+            Mistake(lambda g: "cold start",
+                    "an empty server at the start shapes the first few requests of a run, "
+                    "not the p99 of the whole of it"),
+        ),
+        hint="the two runs offered the same mean rate of the same requests to the same server; "
+             "ask what a closed-loop user does while its request waits",
+        level="explain",
+    ),
+    Exercise(
+        id="1.8",
+        prompt="chapter 1's TPOT (s) of the LLMPerf record ex1.llmperf_record()",
+        answer=_llmperf_tpot,
+        givens=BUSY,
+        unit="s",
+        mistakes=(
+            Mistake(lambda g: llmperf_record(g["busy_seed"])["inter_token_latency_s"],
+                    "that is LLMPerf's inter_token_latency_s: it spreads the whole latency, TTFT "
+                    "included, over the tokens; chapter 1's TPOT starts at the first token"),
+            Mistake(lambda g: _llmperf_tpot(g, gaps=0),
+                    "n tokens have n − 1 gaps between them: divide by number_output_tokens − 1"),
+            Mistake(lambda g: _llmperf_tpot(g, start=""),
+                    "end_to_end_latency_s includes the TTFT: subtract ttft_s first"),
+        ),
+        hint="TPOT = (end_to_end_latency_s − ttft_s) / (number_output_tokens − 1)",
+        level="compute",
+    ),
+    Exercise(
+        id="1.9",
+        prompt="hours of benchmark for a p99 TTFT interval of ± rel_half_width, from your pilot",
+        answer=_hours,
+        givens=PILOT,
+        unit="hours",
+        rel_tol=0.02,
+        mistakes=(
+            Mistake(lambda g: _hours(g, half_width="bootstrap"),
+                    "you used the bootstrap half-width: it treats the pilot's requests as "
+                    "independent, which queued requests are not, and promises far too short a run"),
+            Mistake(lambda g: _hours(g, power=1.0),
+                    "a half-width falls as 1/√(length), not 1/length: the ratio must be squared"),
+            Mistake(lambda g: _hours(g) * 3600 / PILOT_DURATION_S,
+                    "the pilot ran two hours: multiply the squared ratio by the pilot's length"),
+        ),
+        hint="length = pilot length × (half-width ÷ (rel_half_width × p99))², in hours; use the "
+             "batch-means half-width",
+        level="design",
     ),
 ]
