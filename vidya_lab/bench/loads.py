@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from vidya_lab import slo
-from vidya_lab._validate import check_instance, check_int, check_real, check_work
+from vidya_lab._validate import check_instance, check_instances, check_int, check_real, check_work
 from vidya_lab.toyserver import MAX_REQUESTS, ToyServer, simulate, tutor_workload
 from vidya_lab.workload import Workload, as_rng, tutor_requests
 
@@ -206,7 +206,7 @@ def compare_open_closed(users: tuple[int, ...], duration_s: float, *, seed: int,
     :class:`LoadRun` objects (``closed``, ``open``).
     """
     rows = []
-    for k in users:
+    for k in check_instances("users", users, int, "user count (int)", max_length=1000):
         closed = closed_loop(k, duration_s, seed=seed, server=server)
         opened = open_loop(closed.rate_per_s, duration_s, seed=seed, server=server)
         rows.append({"users": int(k), "rate_per_s": closed.rate_per_s,

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from vidya_lab import slo
-from vidya_lab._validate import check_instance, check_int, check_real, check_work
+from vidya_lab._validate import check_instance, check_instances, check_int, check_real, check_work
 from vidya_lab.toyserver import ToyServer, simulate, tutor_workload
 
 __all__ = ["MAX_RUNS", "RunIntervals", "duration_for_precision", "one_run_intervals",
@@ -40,7 +40,8 @@ def p99_over_runs(rate_per_s: float, duration_s: float, seeds, *, q: float = 99.
     :class:`~vidya_lab.toyserver.ToyServer`), from an empty server, as a benchmark starts.
     """
     server = ToyServer() if server is None else check_instance("server", server, ToyServer)
-    seeds = [check_int("seed", s, minimum=0) for s in seeds]
+    seeds = [check_int(f"seeds[{i}]", s, minimum=0) for i, s in enumerate(
+        check_instances("seeds", seeds, int, "seed (int)", max_length=MAX_RUNS))]
     check_work("p99_over_runs", len(seeds), MAX_RUNS, unit="runs", hint="use fewer seeds")
     check_real("q", q, minimum=0.0, maximum=100.0)
     return np.asarray([slo.percentile(slo.ttft_s(simulate(
