@@ -350,6 +350,13 @@ def _toy_simulate(rate):
     return toy.simulate(toy.tutor_workload(rate, 20.0, seed=0), toy.ToyServer())
 
 
+def _calibrate_doc() -> dict:
+    """The keys of a ``vidya-lab calibrate`` document that bench.recovery_rows reads."""
+    truth = _mod("bench").STAGING_TRUTH
+    return {"published": {"parameters": {k: 0.9 * x for k, x in truth.items()}},
+            "parameters": dict(truth), "pinned_by_data": list(truth)[:1]}
+
+
 _SEARCH = dict(model="llama-3.1-8b", gpu="h100-sxm", peak_rps=2.0, isl=512, osl=64,
                ttft_target_s=2.0, tpot_target_s=0.1)
 _DAY_S = np.sort(np.random.default_rng(0).uniform(0.0, 86_400.0, 2_000))
@@ -490,6 +497,17 @@ BASE: dict[str, dict] = {
     "experts.all_to_all_time_s": dict(nbytes_per_gpu=1e6, link="nvlink4"),
     "experts.lora_adapter_params": dict(rank=16),
     "experts.adapter_budget": dict(adapters=4, rank=16),
+    "admission.kv_transfer_s": dict(link="infiniband-ndr"),
+    "admission.queueing_check": dict(utilisation=0.5, service="exponential", requests=2000),
+    "admission.tpot_sweep": dict(tpot_targets_s=lambda: [0.05, 0.1]),
+    "bench.closed_loop": dict(users=4, duration_s=20.0),
+    "bench.compare_open_closed": dict(users=(2, 4), duration_s=20.0),
+    "bench.duration_for_precision": dict(pilot_duration_s=60.0, half_width_s=0.05, estimate_s=1.0,
+                                         rel_half_width=0.02),
+    "bench.p99_over_runs": dict(seeds=lambda: [0, 1, 2], duration_s=20.0),
+    "bench.recovery_rows": dict(doc=lambda: _calibrate_doc()),
+    "bench.sweep": dict(run=lambda: _toy_simulate, target=_slo, rates=lambda: [1.0, 2.0]),
+    "bench.write_staging_runs": dict(folder=lambda: out_path("")),
     "procurement.hours_in_service": dict(replicas_by_hour=lambda: [1] * 12 + [3] * 12),
     "procurement.reserved_replicas": dict(replicas_by_hour=lambda: [1] * 12 + [3] * 12,
                                           ratio=0.5),
@@ -520,6 +538,8 @@ EXCLUDED = {
     "autoscaling.FluidRun": _RESULT.format("autoscaling.simulate_fluid"),
     "autoscaling.ReplicaModel": _RESULT.format("autoscaling.replica_model: its tables"),
     "autoscaling.RoutedCache": _RESULT.format("autoscaling.replay_routed"),
+    "bench.RunIntervals": _RESULT.format("bench.one_run_intervals"),
+    "bench.LoadRun": _RESULT.format("bench.closed_loop and bench.open_loop"),
     "caching.CacheResult": _RESULT.format("caching.simulate"),
     "caching.PromptTrace": _RESULT.format("caching.tutor_trace: token ids and segments"),
     "layouts.Layout": _RESULT.format("layouts.evaluate_layout"),
@@ -671,7 +691,8 @@ def bounded_call(fn, kwargs: dict, seconds: float = CALL_TIME_LIMIT_S) -> Outcom
 
 #: Keys whose value may be negative by definition (a slack, an error, a difference).
 SIGNED_KEYS = {"queueing_s", "error", "errors", "signed_error", "bias", "delta", "slack_s",
-               "margin", "log_error", "start_hour"}
+               "margin", "log_error", "start_hour",
+               "saving_per_hour_usd"}  # admission.when_it_pays: negative where it does not pay
 _FRACTION_WORDS = ("attainment", "fraction", "probability", "hit_rate")
 _NONNEGATIVE_WORDS = ("bytes", "tokens", "per_s", "cost", "usd", "price", "gpus", "replicas",
                       "flops", "requests", "batch", "rps", "hours", "count")
@@ -1279,6 +1300,11 @@ FOUND = [
     ("autoscaling.failover_workload", dict(duration_s=477744.0), ValueError, "duration_s must be"),
     ("caching.spec_break_even_batch", dict(draft_model=-1), TypeError,
      "draft_model must be a model id string"),
+    ("bench.compare_open_closed", dict(users=-1), TypeError, "users must be a list"),
+    ("bench.p99_over_runs", dict(seeds=-1), TypeError, "seeds must be a list"),
+    ("bench.recovery_rows", dict(doc=-1), TypeError, "doc must be a vidya-lab calibrate document"),
+    ("bench.recovery_rows", dict(doc=lambda: {}), ValueError, "doc is not a vidya-lab calibrate"),
+    ("bench.staging_workloads", dict(seed=-1), ValueError, "seed must be"),  # numpy's message before
 ]
 
 
