@@ -24,7 +24,13 @@ from pathlib import Path
 import numpy as np
 
 from vidya_lab import sizing, slo, traces
-from vidya_lab._validate import check_choice, check_instance, check_int, check_output_dir, check_real
+from vidya_lab._validate import (
+    check_choice,
+    check_instance,
+    check_int,
+    check_output_dir,
+    check_real,
+)
 from vidya_lab.scenario import TANVI
 from vidya_lab.workload import Workload
 
