@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from vidya_lab import sizing, slo, traces
-from vidya_lab._validate import check_choice, check_output_dir, check_real
+from vidya_lab._validate import check_choice, check_int, check_output_dir, check_real
 from vidya_lab.scenario import TANVI
 from vidya_lab.workload import Workload
 
@@ -62,7 +62,7 @@ def staging_workloads(seed: int = 1) -> dict[str, Workload]:
     """The three runs (module docstring), seeded: ``light`` (40 requests, Poisson at 0.5
     requests/s, prompts of 64, 512, 2048 or 6144 tokens, 24-token answers) and ``short`` /
     ``long`` (32 requests sent at once with 128- / 3000-token prompts, answers of 8 … 160 tokens)."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_int("seed", seed, minimum=0))
     n = 40
     light = Workload.from_arrays(np.cumsum(rng.exponential(2.0, n)),
                                  rng.choice([64, 512, 2048, 6144], n), np.full(n, 24))
@@ -100,6 +100,7 @@ def write_staging_runs(folder, fmt: str = "vllm", *, seed: int = 1) -> list[Path
     from vidya_lab import admission
 
     f = check_choice("fmt", fmt, tuple(traces.WRITERS))
+    check_int("seed", seed, minimum=0)  # before the folder is made
     out = check_output_dir("folder", folder)
     out.mkdir(parents=True, exist_ok=True)
     r = staging_replica()
