@@ -288,6 +288,11 @@ def test_write_staging_runs_writes_three_files(tmp_path):
     assert all(p.stat().st_size > 0 for p in paths)
     with pytest.raises(ValueError, match="fmt"):
         bench.write_staging_runs(tmp_path, "csv")
+    with pytest.raises(ValueError, match="seed"):
+        bench.write_staging_runs(tmp_path / "never", seed=-1)
+    assert not (tmp_path / "never").exists()  # refused before anything is written
+    with pytest.raises(TypeError, match="seed"):
+        bench.staging_workloads(1.5)
 
 
 def test_recovery_rows_by_hand():
