@@ -106,6 +106,7 @@ def write_staging_runs(folder, fmt: str = "vllm", *, seed: int = 1) -> list[Path
     from vidya_lab import admission
 
     f = check_choice("fmt", fmt, tuple(traces.WRITERS))
+    check_int("seed", seed, minimum=0)  # before the folder is made
     out = check_output_dir("folder", folder)
     out.mkdir(parents=True, exist_ok=True)
     r = staging_replica()

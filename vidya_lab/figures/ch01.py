@@ -139,7 +139,7 @@ def run_intervals(intervals, long_run: float, spread: tuple[float, float]) -> Fi
     ``intervals``: :class:`vidya_lab.bench.RunIntervals`, one per run (seconds).
     """
     runs = list(intervals)
-    fig = Figure(figsize=(8, 0.6 + 0.16 * len(runs)))
+    fig = Figure(figsize=(8, max(1.5, 0.6 + 0.16 * len(runs))))  # room for legend and label
     ax = fig.subplots()
     ax.axvspan(*spread, color="#ddd", label="middle 95 % of the runs' p99s")
     for y, iv in enumerate(runs):
