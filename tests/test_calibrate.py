@@ -36,6 +36,7 @@ import numpy as np
 import pytest
 
 from vidya_lab import admission, sizing, slo, traces
+from vidya_lab.bench.staging import client_view
 from vidya_lab.calibration import own
 from vidya_lab.workload import Workload
 
@@ -67,25 +68,6 @@ def _workloads(seed: int = 1) -> dict[str, Workload]:
     prompts = rng.choice([64, 1024, 8192, 30000], m)
     sequential = Workload.from_arrays(20.0 * np.arange(m), prompts, rng.integers(16, 200, m))
     return {"light": light, "short": burst(128), "long": burst(3000), "sequential": sequential}
-
-
-def client_view(t: slo.Timelines, request_overhead_s: float, jitter_s: float = 0.0,
-                seed: int = 7) -> slo.Timelines:
-    """The timelines as the client saw them: each request reached the engine
-    ``request_overhead_s`` after it was sent, so every later time moves by that much; with
-    ``jitter_s``, each token reaches the client after a random delay of that spread (seconds,
-    Gaussian; kept in order)."""
-    rng = np.random.default_rng(seed)
-    tokens = []
-    for i in range(len(t)):
-        own_times = t.token_times_s[t.token_offsets[i]:t.token_offsets[i + 1]] + request_overhead_s
-        tokens.append(np.sort(own_times + rng.normal(0.0, jitter_s, own_times.size)))
-    done = t.finished
-    return slo.Timelines.from_arrays(
-        arrival_s=t.arrival_s, output_tokens=t.output_tokens, outcome=t.outcome,
-        first_token_s=[x[0] if ok else np.nan for x, ok in zip(tokens, done, strict=True)],
-        finish_s=[x[-1] if ok else np.nan for x, ok in zip(tokens, done, strict=True)],
-        request_id=t.request_id, token_times_s=tokens)
 
 
 def write_runs(fmt: str, folder: Path, runs=("light", "short", "long"),
