@@ -31,6 +31,7 @@ import hashlib
 import hmac
 import math
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,16 +41,16 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 @dataclass(frozen=True)
-class Given:
+class Given(ABC):
     """One number (or string) an exercise depends on; ``default`` is the book's value."""
 
     default: Any
     about: str = field(default="", kw_only=True)
     unit: str = field(default="", kw_only=True)
 
-    def pick(self, n: int) -> Any:  # pragma: no cover - every subclass overrides it
+    @abstractmethod
+    def pick(self, n: int) -> Any:
         """The value drawn for the non-negative integer ``n`` (a deterministic mapping)."""
-        raise NotImplementedError
 
     def allows(self, value: Any) -> bool:
         """Whether ``value`` is one this given can take (the default always is)."""
