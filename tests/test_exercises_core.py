@@ -180,3 +180,27 @@ def test_a_wrong_choice_a_mistake_names_gets_its_hint():
     assert judge(ex, "pp ").message == "PP splits the layers, not each matrix"
     assert judge(ex, "DP").message == ex.hint  # a wrong choice no mistake names
     assert judge(ex, "TP").right
+
+
+def test_a_plain_float_is_judged_where_numpy_cannot_be_imported():
+    """In the browser (JupyterLite without the Pyodide CDN) numpy is absent: a float answer is
+    still a number, and the worked solution of exercise 3.2 is accepted (it was refused as "not a
+    finite number" when the check tried to import numpy to rule out numpy scalars)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nsys.modules['numpy'] = None\nsys.modules['matplotlib'] = None\n"
+            "from vidya_lab.exercises.core import as_float\n"
+            "from vidya_lab.exercises import check\n"
+            "assert as_float(0.25) == 0.25 and as_float(3) == 3.0 and as_float(True) is None\n"
+            "from vidya_lab.exercises import ch03 as ex3\n"
+            "from vidya_lab import catalog\n"
+            "g, model = ex3.my_givens('3.2'), catalog.get_model('llama-3.1-70b')\n"
+            "link, n = catalog.get_gpu('l40s').intra_link, g['box_tp']\n"
+            "nbytes = g['chunk_tokens'] * model.d_model * 2\n"
+            "ring = (link.allreduce_base_s + 2 * (n - 1) * link.allreduce_hop_s\n"
+            "        + 2 * (n - 1) / n * nbytes / link.allreduce_bus_bytes_per_s)\n"
+            "check('3.2', 2 * model.n_layers * ring)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "✅ exercise 3.2" in out.stdout, out.stdout

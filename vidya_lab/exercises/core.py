@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -190,13 +191,13 @@ def as_float(answer: Any) -> float | None:
     """A plain float from an int/float/numpy scalar; None for anything else (no __eq__ tricks)."""
     if isinstance(answer, bool):
         return None
-    try:
-        import numpy as np
-
-        if isinstance(answer, np.generic) and np.issubdtype(type(answer), np.number):
-            return float(answer)
-    except Exception:  # pragma: no cover - numpy is a dependency; a hostile scalar is no number
-        return None
+    np = sys.modules.get("numpy")  # a numpy scalar exists only where numpy was imported; in the
+    if np is not None:             # browser numpy may be absent, and a plain float still counts
+        try:
+            if isinstance(answer, np.generic) and np.issubdtype(type(answer), np.number):
+                return float(answer)
+        except Exception:  # a hostile scalar is no number
+            return None
     if type(answer) in (int, float):
         try:
             return float(answer)
