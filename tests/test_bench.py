@@ -72,7 +72,10 @@ def test_more_users_offer_more_load():
     (dict(think_time_s=-1.0), "think_time_s", ValueError),
     (dict(server="toy"), "server", TypeError),
     (dict(server=ToyServer(max_queue=4)), "max_queue", ValueError),
-    (dict(server=ToyServer(queue_timeout_s=1.0)), "queue_timeout_s", ValueError)])
+    (dict(server=ToyServer(queue_timeout_s=1.0)), "queue_timeout_s", ValueError),
+    # more decode steps than MAX_STEPS at the toy's shortest step: refused before the first one
+    (dict(duration_s=1.01 * bench.loads.MAX_STEPS * ToyServer().step_s(1, 0)), "duration_s",
+     ValueError)])
 def test_closed_loop_refuses_bad_input_by_name(kw, name, exc):
     args = {"users": 2, "duration_s": 10.0, "seed": 0, **kw}
     with pytest.raises(exc, match=name):
@@ -131,6 +134,14 @@ def test_compare_open_closed_rows_are_their_runs():
         assert r["open_p99_ttft_s"] == slo.percentile(slo.ttft_s(o.timelines), 99)
         assert r["closed_max_waiting"] == bench.max_waiting(c.timelines)
     assert rows[0]["closed_max_waiting"] == 0 and rows[1]["closed_max_waiting"] == 8
+
+
+def test_compare_open_closed_bounds_all_its_loops_together():
+    """Each loop alone is within MAX_STEPS; the three together are not, and the call says so
+    before running any of them."""
+    one = 0.4 * bench.loads.MAX_STEPS * ToyServer().step_s(1, 0)
+    with pytest.raises(ValueError, match=r"3 closed loops \(users\) of duration_s = .* limit is 2e\+06"):
+        bench.compare_open_closed((1, 2, 3), one, seed=0)
 
 
 # --- precision -------------------------------------------------------------------------------

@@ -333,12 +333,12 @@ def atomic_write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8
 
 def check_instances(name: str, values: object, cls, what: str | None = None, *,
                     max_length: int = 1_000_000) -> list:
-    """Return ``values`` as a list if it is a list or tuple of at most ``max_length`` instances of
-    ``cls``; the ``TypeError`` names the parameter, or its first entry of another type
+    """Return ``values`` as a list if it is a list, tuple or range of at most ``max_length``
+    instances of ``cls``; the ``TypeError`` names the parameter, or its first entry of another type
     (``layouts[2] must be a layouts.Layout, got dict``)."""
     what = what or (cls.__name__ if not isinstance(cls, tuple) else " or ".join(
         c.__name__ for c in cls))
-    if not isinstance(values, (list, tuple)):
+    if not isinstance(values, (list, tuple, range)):
         raise TypeError(f"{name} must be a list of {what}, got {type(values).__name__}")
     if len(values) > max_length:
         raise ValueError(f"{name} may hold at most {max_length:,} entries, got {len(values):,}")

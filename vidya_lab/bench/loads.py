@@ -33,11 +33,14 @@ from vidya_lab._validate import check_instance, check_instances, check_int, chec
 from vidya_lab.toyserver import MAX_REQUESTS, ToyServer, simulate, tutor_workload
 from vidya_lab.workload import Workload, as_rng, tutor_requests
 
-__all__ = ["LoadRun", "MAX_USERS", "closed_loop", "compare_open_closed", "max_waiting", "open_loop",
+__all__ = ["LoadRun", "MAX_STEPS", "MAX_USERS", "closed_loop", "compare_open_closed", "max_waiting", "open_loop",
            "replay"]
 
 #: Most virtual users one closed loop may hold.
 MAX_USERS = 10_000
+#: Most decode steps the closed loops of one call may take (each is a step of the Python loop; at
+#: the toy's shortest step, about 0.02 s, the limit is some 11 hours of sending).
+MAX_STEPS = 2_000_000
 _BLOCK = 4096  # request lengths are drawn in blocks of this many, in send order
 
 
@@ -112,6 +115,8 @@ def closed_loop(users: int, duration_s: float, *, seed: int | np.random.Generato
     if server.max_queue is not None or server.queue_timeout_s is not None:
         raise ValueError("closed_loop needs a server that queues every request (max_queue=None "
                          "and queue_timeout_s=None): a closed-loop user waits for its answer")
+    _check_steps(f"closed_loop(duration_s={horizon:g})", 1, horizon, server,
+                 hint="shorten duration_s")
     run = _ClosedRun(n_users, horizon, think, server, as_rng(seed))
     run.loop()
     return run.result()
@@ -205,8 +210,13 @@ def compare_open_closed(users: tuple[int, ...], duration_s: float, *, seed: int,
     ``closed_max_waiting`` (most requests ever waiting in the closed loop's queue) and the two
     :class:`LoadRun` objects (``closed``, ``open``).
     """
+    counts = check_instances("users", users, int, "user count (int)", max_length=1000)
+    horizon = check_real("duration_s", duration_s, minimum=0.0, min_inclusive=False)
+    _check_steps(f"{len(counts)} closed loops (users) of duration_s = {horizon:g}", len(counts),
+                 horizon, ToyServer() if server is None else check_instance("server", server,
+                                                                             ToyServer))
     rows = []
-    for k in check_instances("users", users, int, "user count (int)", max_length=1000):
+    for k in counts:
         closed = closed_loop(k, duration_s, seed=seed, server=server)
         opened = open_loop(closed.rate_per_s, duration_s, seed=seed, server=server)
         rows.append({"users": int(k), "rate_per_s": closed.rate_per_s,
@@ -215,6 +225,14 @@ def compare_open_closed(users: tuple[int, ...], duration_s: float, *, seed: int,
                      "closed_max_waiting": max_waiting(closed.timelines),
                      "closed": closed, "open": opened})
     return rows
+
+
+def _check_steps(what: str, runs: int, horizon_s: float, server: ToyServer,
+                 hint: str = "shorten duration_s or use fewer user counts") -> None:
+    """Refuse closed loops whose steps (each at least the toy's one-request step) exceed
+    :data:`MAX_STEPS`, before the first one."""
+    check_work(what, runs * horizon_s / server.step_s(1, 0), MAX_STEPS, unit="decode steps",
+               hint=hint)
 
 
 def max_waiting(timelines: slo.Timelines) -> int:
