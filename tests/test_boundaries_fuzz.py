@@ -1415,7 +1415,7 @@ def test_the_issues_cases(case, call, exc, match):
 
 
 CLI_ISSUE_CASES = [
-    (["plan", "--peak-rps", "1e4"], "requests_per_s = 100000 needs .* the limit is 1e\\+06 .*peak"),
+    (["plan", "--peak-rps", "1e4"], "peak of 100000 requests/s .* needs .* the limit is 1e\\+07 .*peak"),
     (["autoscale", "--max", "1000000"], "max_replicas must be an integer <= 4096"),
     (["estimate", *_M8, "--gpu", "h100-sxm", "--isl", "1" + "0" * 400],
      "isl must be an integer <= .*, got an integer of 401 digits"),

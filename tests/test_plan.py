@@ -163,6 +163,15 @@ def test_impossible_targets_say_what_to_relax():
         plan.plan(strict, risks=False)
 
 
+def test_a_day_too_big_to_simulate_is_refused_by_its_peak_before_any_work():
+    """A normal peak of 10^4 requests/s (10^5 in exam season) would draw billions of requests: refused
+    by the peak rate the reader typed, with the simulator's limit, not by an internal function."""
+    big = plan.what_if(normal_peak_rps=1e4)
+    with pytest.raises(ValueError, match=r"peak of 100000 requests/s \(normal_peak_rps = 10000\) "
+                                         r"needs \d\.\d+e\+09 .* the limit is 1e\+07"):
+        plan.plan(big)
+
+
 def test_what_if_checks_field_names():
     assert plan.what_if(exam_multiplier=12).exam_peak_rps == pytest.approx(12 * TANVI.normal_peak_rps)
     with pytest.raises(ValueError, match="unknown scenario field"):

@@ -48,6 +48,7 @@ from vidya_lab.plan.confirm import (
 )
 from vidya_lab.plan.risks import EXTRA_BEYOND_MARGIN, assess, reading_pace_s
 from vidya_lab.scenario import TANVI, Scenario
+from vidya_lab.workload.seeding import MAX_ARRIVALS
 
 #: Days in the billing month the monthly cost is quoted for (an assumption: a 30-day month).
 DAYS_PER_MONTH = 30
@@ -84,6 +85,17 @@ def _check(scenario, day, policy, cold_start_s, dt_s, spot_share) -> None:
         v.check_real("cold_start_s", cold_start_s, minimum=0.0, maximum=MAX_COLD_START_S)
     v.check_real("dt_s", dt_s, minimum=0.1, maximum=60.0)
     v.check_fraction("spot_share", spot_share)
+
+
+def _check_day_size(scenario: Scenario, opts: Options, risks: bool) -> None:
+    """Refuse, by the peak rate, a day whose simulation would draw more than ``MAX_ARRIVALS``
+    requests (the busiest day the plan simulates: the margin day, or the risk beyond it)."""
+    factor = 1.0 + opts.traffic_margin + (EXTRA_BEYOND_MARGIN if risks else 0.0)
+    expected = day_curve(scenario, opts.day, factor).expected_count(24 * 3600.0)
+    v.check_work(f"planning for a peak of {peak_rps(scenario, opts.day):g} requests/s "
+                 f"(normal_peak_rps = {scenario.normal_peak_rps:g})", expected, MAX_ARRIVALS,
+                 unit="simulated requests in a day",
+                 hint="lower the peak request rate; the simulator draws every request")
 
 
 def _no_candidate(scenario: Scenario, gpu_ids, day: str) -> ValueError:
@@ -182,6 +194,7 @@ def plan(scenario: Scenario = TANVI, *, gpu_ids=None, precisions=("bf16", "fp8")
     opts = Options(day=day, policy=policy, cold_start_s=cold_start_s, cached_prefix_tokens=cached,
                    traffic_margin=traffic_margin, seed=v.check_int("seed", seed, minimum=0),
                    dt_s=dt_s)
+    _check_day_size(scenario, opts, risks)
     ranked = candidates(scenario, gpu_ids=gpu_ids, precisions=tuple(precisions), day=day,
                         calibration=calibration, cached_tokens=cached)
     if not ranked:
