@@ -1305,6 +1305,13 @@ FOUND = [
     ("bench.recovery_rows", dict(doc=-1), TypeError, "doc must be a vidya-lab calibrate document"),
     ("bench.recovery_rows", dict(doc=lambda: {}), ValueError, "doc is not a vidya-lab calibrate"),
     ("bench.staging_workloads", dict(seed=-1), ValueError, "seed must be"),  # numpy's message before
+    # the long profile: a refusal that named only the other parameter, or a phrase, not the name
+    ("caching.break_even_cache_bytes", dict(isl=1), ValueError,
+     r"cached_tokens must be an integer <= isl - 1 = 0"),
+    ("autoscaling.routed_capacity", dict(tpot_target_s=1e-6), ValueError,
+     r"tpot_target_s = 1e-06 s is below the batch-1 step time"),
+    ("bench.compare_open_closed", dict(duration_s=1e6), ValueError,
+     r"closed loops \(users\) of duration_s = 1e\+06 needs .* decode steps; the limit is 2e\+06"),
 ]
 
 

@@ -65,6 +65,19 @@ def check_int(name: str, value: object, *, minimum: int | None = None,
     return value
 
 
+def check_cached_tokens(value: object, prompt_tokens: int, prompt_name: str = "isl") -> int:
+    """Return ``value`` (``cached_tokens``: tokens of a prompt found in the prefix cache) as
+    ``int`` if ``0 <= value <= prompt_tokens - 1``: a hit never covers the prompt's last token,
+    whose forward pass yields the first output token (a 1-token prompt has nothing to cache).
+    ``prompt_name`` is the caller's name for the prompt length, which the message names too."""
+    k = check_int("cached_tokens", value, minimum=0)
+    if k > prompt_tokens - 1:
+        raise ValueError(f"cached_tokens must be an integer <= {prompt_name} - 1 = "
+                         f"{prompt_tokens - 1} (the prompt's last token is always computed), "
+                         f"got {_show(k)}")
+    return k
+
+
 def check_real(name: str, value: object, *, minimum: float | None = None,
                maximum: float | None = None, min_inclusive: bool = True,
                max_inclusive: bool = True) -> float:

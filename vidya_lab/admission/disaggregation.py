@@ -51,7 +51,7 @@ MAX_RATE_PER_S = 1e5
 def _lengths(isl, osl, cached_tokens) -> tuple[int, int, int]:
     isl = v.check_int("isl", isl, minimum=1, maximum=MAX_CONTEXT_TOKENS)
     osl = v.check_int("osl", osl, minimum=2, maximum=MAX_CONTEXT_TOKENS)
-    k = v.check_int("cached_tokens", cached_tokens, minimum=0, maximum=isl - 1)
+    k = v.check_cached_tokens(cached_tokens, isl)
     return isl, osl, k
 
 
@@ -156,7 +156,7 @@ def prefill_pool(replica: sizing.Replica, rate_per_s: float, isl: int, ttft_targ
     sizing._as_replica(replica)
     lam = _rate(rate_per_s)
     isl = v.check_int("isl", isl, minimum=1, maximum=MAX_CONTEXT_TOKENS)
-    k = v.check_int("cached_tokens", cached_tokens, minimum=0, maximum=isl - 1)
+    k = v.check_cached_tokens(cached_tokens, isl)
     ttft = _target("ttft_target_s", ttft_target_s)
     pct = v.check_real("percentile", percentile, minimum=50.0, maximum=99.99)
     service = prefill_time_with_cache_s(replica, isl, k)

@@ -79,9 +79,11 @@ def open_loop(rate_per_s: float, duration_s: float, *, seed: int | np.random.Gen
 
 def replay(arrival_s, *, seed: int | np.random.Generator, server: ToyServer | None = None,
            duration_s: float | None = None) -> LoadRun:
-    """Trace replay: requests sent at recorded times ``arrival_s`` (seconds, sorted), with Tanvi's
-    lengths drawn from ``seed``; an open loop whose arrival process is the recording's, bursts and
-    all. ``duration_s`` (default: the last arrival) is the window the rate is taken over."""
+    """Trace replay: requests sent at recorded times ``arrival_s`` (seconds, in any order: a log
+    merged from several clients need not be sorted; the requests are replayed, and the run lists
+    them, in time order), with Tanvi's lengths drawn from ``seed``; an open loop whose arrival
+    process is the recording's, bursts and all. ``duration_s`` (default: the last arrival) is the
+    window the rate is taken over."""
     server = ToyServer() if server is None else check_instance("server", server, ToyServer)
     w = tutor_requests(arrival_s, seed=seed)
     if len(w) == 0:

@@ -53,7 +53,7 @@ def capacity_with_cache(r: sizing.Replica, cached_tokens: int, isl: int = TANVI.
     sizing._as_replica(r)
     isl = v.check_int("isl", isl, minimum=1)
     osl = v.check_int("osl", osl, minimum=1)
-    k = v.check_int("cached_tokens", cached_tokens, minimum=0, maximum=isl - 1)
+    k = v.check_cached_tokens(cached_tokens, isl)
     tpot = v.check_real("tpot_target_s", tpot_target_s, minimum=0.0, min_inclusive=False)
     peak = v.check_real("peak_rps", peak_rps, minimum=0.0, min_inclusive=False, maximum=1e7)
     rows = []
@@ -85,7 +85,7 @@ def capacity_by_precision(options=PRECISION_OPTIONS, model: str = TANVI.model_id
         raise TypeError(f"options must be a sequence of (gpu, precision, kv_precision) triples, got "
                         f"{type(options).__name__}")
     peak = v.check_real("peak_rps", peak_rps, minimum=0.0, min_inclusive=False, maximum=1e7)
-    k = v.check_int("cached_tokens", cached_tokens, minimum=0, maximum=v.check_int("isl", isl, minimum=1) - 1)
+    k = v.check_cached_tokens(cached_tokens, v.check_int("isl", isl, minimum=1))
     rows = []
     for i, opt in enumerate(options):
         if not isinstance(opt, (tuple, list)) or len(opt) != 3:

@@ -61,7 +61,7 @@ def saturated_throughput_with_cache(r: sizing.Replica, isl: int, osl: int, cache
     sizing._as_replica(r)
     isl = v.check_int("isl", isl, minimum=1)
     osl = v.check_int("osl", osl, minimum=1)
-    k = v.check_int("cached_tokens", cached_tokens, minimum=0, maximum=isl - 1)
+    k = v.check_cached_tokens(cached_tokens, isl)
     share_blocks = v.check_bool("share_blocks", share_blocks)
     skip_cached_prefill = v.check_bool("skip_cached_prefill", skip_cached_prefill)
     conc = concurrency_with_cache(r, cache_bytes, isl + osl, k if share_blocks else 0)

@@ -25,7 +25,7 @@ def prefill_time_with_cache_s(r: sizing.Replica, prompt_tokens: int, cached_toke
     """
     sizing._as_replica(r)
     n = v.check_int("prompt_tokens", prompt_tokens, minimum=1, maximum=10**9)
-    k = v.check_int("cached_tokens", cached_tokens, minimum=0, maximum=n - 1)
+    k = v.check_cached_tokens(cached_tokens, n, "prompt_tokens")
     v.check_work("prefill_time_with_cache_s (chunks)", (n - k) / r.max_batched_tokens, 1e6,
                  unit="iterations")
     return prefill_time(r, n, k)

@@ -35,7 +35,7 @@ def prefill_time_s(r: Replica, prompt_tokens: int, cached_tokens: int = 0) -> fl
     """
     _as_replica(r)
     n = v.check_int("prompt_tokens", prompt_tokens, minimum=1, maximum=MAX_TOKENS)
-    k = v.check_int("cached_tokens", cached_tokens, minimum=0, maximum=n - 1)
+    k = v.check_cached_tokens(cached_tokens, n, "prompt_tokens")
     step = r.max_batched_tokens
     total, done = 0.0, k
     while done < n:

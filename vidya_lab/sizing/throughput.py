@@ -54,7 +54,7 @@ def cycle(r: Replica, batch: float, isl: int, osl: int, cached_tokens: int = 0) 
     budget = _as_replica(r).max_batched_tokens
     batch = v.check_real("batch", batch, minimum=0.0, min_inclusive=False)
     isl, osl = _lengths(isl, osl)
-    k = v.check_int("cached_tokens", cached_tokens, minimum=0, maximum=isl - 1)
+    k = v.check_cached_tokens(cached_tokens, isl)
     u = isl - k                                   # prompt tokens each prefill computes
     b = min(float(batch), budget - 1.0)
     limited = False
@@ -110,7 +110,7 @@ def saturated_throughput(r: Replica, isl: int, osl: int, cached_tokens: int = 0)
     """
     _as_replica(r)
     isl, osl = _lengths(isl, osl)
-    k = v.check_int("cached_tokens", cached_tokens, minimum=0, maximum=isl - 1)
+    k = v.check_cached_tokens(cached_tokens, isl)
     kv_limit = _kv_limit(r, isl, osl, k)
     batch = min(kv_limit, r.max_num_seqs)
     if batch < 1 or not r.weights_fit:
@@ -142,7 +142,7 @@ def slo_batch(r: Replica, isl: int, osl: int, tpot_target_s: float | None,
         else:
             hi = mid - 1
     if lo < 1:
-        raise ValueError(f"tpot target {slo} s is below the batch-1 step time "
+        raise ValueError(f"tpot_target_s = {slo:g} s is below the batch-1 step time "
                          f"{cycle(r, 1, isl, osl, cached_tokens)['step_s']:.4g} s of this replica")
     return lo
 
@@ -157,7 +157,7 @@ def capacity_rps(r: Replica, isl: int, osl: int, tpot_target_s: float | None = N
     """
     _as_replica(r)
     isl, osl = _lengths(isl, osl)
-    k = v.check_int("cached_tokens", cached_tokens, minimum=0, maximum=isl - 1)
+    k = v.check_cached_tokens(cached_tokens, isl)
     b = slo_batch(r, isl, osl, tpot_target_s, k)
     return 0.0 if b < 1 else cycle(r, b, isl, osl, k)["output_tokens_per_s"] / osl
 
@@ -196,10 +196,13 @@ def gpus_for_peak_load(r: Replica, requests_per_s: float, isl: int, osl: int, *,
                        maximum=MAX_REQUESTS_PER_S)
     isl, osl = _lengths(isl, osl)
     u = v.check_fraction("utilisation", utilisation, allow_zero=False)
-    k = v.check_int("cached_tokens", cached_tokens, minimum=0, maximum=isl - 1)
+    k = v.check_cached_tokens(cached_tokens, isl)
     if tpot_slo_s is not None:
         v.check_real("tpot_slo_s", tpot_slo_s, minimum=0.0, min_inclusive=False)
-    batch = slo_batch(r, isl, osl, tpot_slo_s, k)
+    try:
+        batch = slo_batch(r, isl, osl, tpot_slo_s, k)
+    except ValueError as e:  # the same target, under this function's name for it
+        raise ValueError(str(e).replace("tpot_target_s", "tpot_slo_s", 1)) from None
     if batch < 1:
         raise ValueError(f"{r.model.id} does not fit on {r.n_gpus} x {r.gpu.id} with "
                          f"{isl + osl}-token sequences; choose more GPUs per replica")
