@@ -332,7 +332,13 @@ def test_exercise_checks_run_where_their_imports_need_no_numpy(lite_run):
     assert checks, f"{CHAPTER} has no exercise check cells"
     needs = ["vidya_lab.exercises.ch03", "vidya_lab.layouts", "vidya_lab.sizing"]
     if imports_without_numpy(needs):
-        verdicts = [_text(c) for c in checks]
+        # a worked solution that uses a table or a replica built by a cell that needed the CDN
+        # fails with it (test_every_failed_cell_failed_for_the_cdn holds those to that cause);
+        # every check cell that ran must print a verdict, and some worked solution must pass
+        ran = [c for c in checks if not _errors(c)]
+        assert len(ran) >= len(checks) // 2, (
+            f"only {len(ran)} of {len(checks)} exercise check cells ran in the browser")
+        verdicts = [_text(c) for c in ran]
         assert all(("✅" in t or "❌" in t or "⏳" in t) for t in verdicts), verdicts
         assert any("✅" in t for t in verdicts), f"no worked solution was accepted: {verdicts}"
     else:
