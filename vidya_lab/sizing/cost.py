@@ -90,16 +90,35 @@ class StepCost:
         touched = 1.0 - self.miss_prob ** tokens  # expected fraction of experts some token uses
         return self.dense_weight_bytes + self.expert_weight_bytes * touched
 
-    def _stage(self, tokens, logit_rows, pairs, kv_tokens) -> dict:
-        """One stage's parts for one micro-batch's work, seconds."""
+    def _stage(self, tokens, logit_rows, pairs, kv_tokens) -> tuple[float, ...]:
+        """One stage's parts for one micro-batch's work, seconds: (compute, weight read, KV read,
+        TP all-reduces, the stage)."""
         compute = (self.flops_per_token * tokens + self.flops_per_logit_row * logit_rows
                    + self.flops_per_pair * pairs) / self.flops_per_s
         weights = self.weight_read_bytes(tokens) / self.bytes_per_s
         kv = self.kv_bytes_per_token * kv_tokens / self.bytes_per_s
         tp = self.tp_comm_per_token * tokens + self.tp_comm_fixed
-        stage = max(compute, weights + kv) + tp + self.layer_overhead
-        return {"compute_s": compute, "weight_read_s": weights, "kv_read_s": kv, "tp_comm_s": tp,
-                "stage_s": stage}
+        return compute, weights, kv, tp, max(compute, weights + kv) + tp + self.layer_overhead
+
+    def _round_parts(self, prefill_tokens, prefill_pairs, prefill_kv_tokens, prefill_seqs,
+                     n_decode, decode_ctx_sum, microbatches):
+        """(m, heaviest micro-batch's stage parts, mean micro-batch's stage s, send s, host s per
+        micro-batch, host s for all): what :meth:`parts` reports and :meth:`step_time_s` adds."""
+        m = self.microbatches(prefill_seqs + n_decode) if microbatches is None else microbatches
+        mp = min(m, max(1.0, prefill_seqs)) if prefill_tokens > 0 else m
+        heavy = self._stage(prefill_tokens / mp + n_decode / m,
+                            prefill_seqs / mp + n_decode / m,
+                            prefill_pairs / mp + decode_ctx_sum / m,
+                            prefill_kv_tokens / mp + (decode_ctx_sum + n_decode) / m)
+        mean = heavy[4] if mp == m else self._stage(
+            (prefill_tokens + n_decode) / m, (prefill_seqs + n_decode) / m,
+            (prefill_pairs + decode_ctx_sum) / m,
+            (prefill_kv_tokens + decode_ctx_sum + n_decode) / m)[4]
+        tokens = prefill_tokens / mp + n_decode / m
+        pp = self.pp_comm_per_token * tokens + self.pp_comm_fixed if self.pp > 1 else 0.0
+        sequences = prefill_seqs + n_decode
+        return (m, heavy, mean, pp, self.overhead + self.seq_overhead * sequences / m,
+                m * self.overhead + self.seq_overhead * sequences)
 
     def parts(self, prefill_tokens, prefill_pairs, prefill_kv_tokens, prefill_seqs, n_decode,
               decode_ctx_sum, microbatches: float | None = None) -> dict:
@@ -111,38 +130,35 @@ class StepCost:
         prefilling sequences — with one prompt in prefill, one micro-batch carries all of it, and the
         stages wait for it (the bubble of continuous batching through a pipeline).
         """
-        m = self.microbatches(prefill_seqs + n_decode) if microbatches is None else microbatches
-        mp = min(m, max(1.0, prefill_seqs)) if prefill_tokens > 0 else m
-        heavy = self._stage(prefill_tokens / mp + n_decode / m,
-                            prefill_seqs / mp + n_decode / m,
-                            prefill_pairs / mp + decode_ctx_sum / m,
-                            prefill_kv_tokens / mp + (decode_ctx_sum + n_decode) / m)
-        mean = heavy if mp == m else self._stage(
-            (prefill_tokens + n_decode) / m, (prefill_seqs + n_decode) / m,
-            (prefill_pairs + decode_ctx_sum) / m,
-            (prefill_kv_tokens + decode_ctx_sum + n_decode) / m)
-        tokens = prefill_tokens / mp + n_decode / m
-        pp = self.pp_comm_per_token * tokens + self.pp_comm_fixed if self.pp > 1 else 0.0
-        sequences = prefill_seqs + n_decode
-        host = self.overhead + self.seq_overhead * sequences / m
-        return {**{k: heavy[k] for k in ("compute_s", "weight_read_s", "kv_read_s", "tp_comm_s")},
+        m, heavy, mean, pp, host, host_total = self._round_parts(
+            prefill_tokens, prefill_pairs, prefill_kv_tokens, prefill_seqs, n_decode,
+            decode_ctx_sum, microbatches)
+        compute, weights, kv, tp, stage = heavy
+        return {"compute_s": compute, "weight_read_s": weights, "kv_read_s": kv, "tp_comm_s": tp,
                 "microbatches": m, "pp_comm_s": pp, "layer_overhead_s": self.layer_overhead,
-                "host_s": host, "stage_s": heavy["stage_s"],
-                "all_stages_s": m * mean["stage_s"],  # what one stage must do for all micro-batches
-                "host_total_s": m * self.overhead + self.seq_overhead * sequences}
+                "host_s": host, "stage_s": stage,
+                "all_stages_s": m * mean,  # what one stage must do for all micro-batches
+                "host_total_s": host_total}
+
+    def _round(self, host_s, stage_s, pp_comm_s, all_stages_s, host_total_s) -> float:
+        traversal = host_s + self.pp * stage_s + pp_comm_s
+        return max(traversal, all_stages_s, host_total_s)
 
     def round_s(self, p: dict) -> float:
         """One iteration (every sequence gains a token): the heaviest micro-batch's traversal, or a
         stage's work for all of them, or the host's work for all of them — whichever is longest."""
-        traversal = p["host_s"] + self.pp * p["stage_s"] + p["pp_comm_s"]
-        return max(traversal, p["all_stages_s"], p["host_total_s"])
+        return self._round(p["host_s"], p["stage_s"], p["pp_comm_s"], p["all_stages_s"],
+                           p["host_total_s"])
 
     def step_time_s(self, prefill_tokens=0.0, prefill_pairs=0.0, prefill_kv_tokens=0.0,
                     prefill_seqs=0.0, n_decode=0.0, decode_ctx_sum=0.0) -> float:
+        """:meth:`round_s` of :meth:`parts` without building the dicts (the simulators' path)."""
         if prefill_tokens + n_decode <= 0:
             return 0.0
-        return self.round_s(self.parts(prefill_tokens, prefill_pairs, prefill_kv_tokens,
-                                       prefill_seqs, n_decode, decode_ctx_sum))
+        m, heavy, mean, pp, host, host_total = self._round_parts(
+            prefill_tokens, prefill_pairs, prefill_kv_tokens, prefill_seqs, n_decode,
+            decode_ctx_sum, None)
+        return self._round(host, heavy[4], pp, m * mean, host_total)
 
 
 # ----------------------------------------------------------------------------- friendly forms

@@ -162,7 +162,14 @@ def _openai(where: str, outputs: list) -> list[tuple[int, dict, str]]:
             cut = len(texts[k]) if cut < 0 else cut
             texts[k - 1] += texts[k][:cut]
             texts[k] = texts[k][cut:]
-    return [_sse(where, k, text) for k, text in enumerate(texts)]
+    parsed: dict[str, tuple[int, dict, str]] = {}  # a stream repeats its chunks' text: parse once
+    out = []
+    for k, text in enumerate(texts):
+        got = parsed.get(text)
+        if got is None:
+            got = parsed[text] = _sse(where, k, text)
+        out.append(got)
+    return out
 
 
 def _sse(where: str, k: int, text: str) -> tuple[int, dict, str]:
@@ -282,11 +289,15 @@ def _write_request(t, i: int, model: str, prompt: int | None) -> dict:
         return out
     chunk = {"id": f"req-{i}", "object": "chat.completion.chunk", "created": 0, "model": model}
     times, tokens = emissions(t, i), emission_tokens(t, i)
+    responses: dict[int, str] = {}  # the SSE text of a chunk of k tokens: the same for every k
     for when, k in zip(times, tokens, strict=True):
-        body = dict(chunk, choices=[{"index": 0, "delta": {"content": " tok" * int(k)},
-                                     "finish_reason": None}])
+        text = responses.get(int(k))
+        if text is None:
+            body = dict(chunk, choices=[{"index": 0, "delta": {"content": " tok" * int(k)},
+                                         "finish_reason": None}])
+            text = responses[int(k)] = f"data: {json.dumps(body)}\n\n"
         out["response_timestamps"].append(_ns(float(when)))
-        out["response_outputs"].append({"response": f"data: {json.dumps(body)}\n\n"})
+        out["response_outputs"].append({"response": text})
     usage = {"completion_tokens": int(t.output_tokens[i])}
     if prompt is not None:
         usage.update(prompt_tokens=prompt, total_tokens=prompt + int(t.output_tokens[i]))
