@@ -412,3 +412,20 @@ def test_decode_steps_time_is_the_sum_of_steps():
         want = sum(sizing.decode_step_time_s(r, 24, 500 + j) for j in range(37))
         assert sizing.decode_steps_time_s(r, 24, 500, 37) == pytest.approx(want, rel=1e-12)
         assert sizing.decode_steps_time_s(r, 24, 500, 0) == 0.0
+
+
+def test_the_memoised_replica_figures_are_the_computed_ones_and_cannot_be_corrupted():
+    """saturated_throughput and slo_batch remember their answers per (frozen) replica: an equal
+    replica built again gets the same numbers as a fresh computation, and a caller that edits the
+    returned dict does not change what the next caller gets."""
+    from vidya_lab.sizing import throughput
+
+    r = sizing.Replica("llama-3.1-70b", "h100-sxm", tp=4)
+    first = sizing.saturated_throughput(r, 3000, 300)
+    first["batch"] = -1  # a careless caller
+    again = sizing.saturated_throughput(sizing.Replica("llama-3.1-70b", "h100-sxm", tp=4), 3000, 300)
+    batch = sizing.slo_batch(r, 3000, 300, 0.05)
+    throughput._saturated.cache_clear()
+    throughput._slo_batch.cache_clear()
+    assert again == sizing.saturated_throughput(r, 3000, 300) and again["batch"] > 0
+    assert batch == sizing.slo_batch(r, 3000, 300, 0.05)

@@ -41,3 +41,19 @@ def test_draw_labels_every_candidate():
 def test_build_returns_a_widget():
     ui = capstone.build()
     assert ui.children  # sliders and the output area
+
+
+def test_the_widgets_bars_are_the_views_rows_in_order():
+    """What the widget shows (HTML bars): one row per candidate, cheapest first; each bar's width
+    is its cost over the dearest one's."""
+    import re
+
+    view = capstone.compute_view()
+    page = capstone.bars_html(view)
+    widths = [float(w) for w in re.findall(r"height:0.9em;width:([\d.]+)%", page)]
+    top = max(r["cost_per_hour"] for r in view["rows"])
+    assert widths == [round(100 * r["cost_per_hour"] / top, 1) for r in view["rows"]]
+    assert [m for m in re.findall(r"(\d+) GPUs", page)] == [str(r["gpus"]) for r in view["rows"]]
+    assert page.index(view["rows"][0]["label"]) < page.index(view["rows"][-1]["label"])
+    empty = capstone.bars_html(capstone.compute_view(tpot_target_s=1e-4))
+    assert "no layout" in empty and "<table" not in empty

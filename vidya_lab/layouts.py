@@ -64,17 +64,14 @@ class Layout:
 
     Attributes (the first ten are the CLI's JSON contract)
     ----------
-    tp, pp : tensor- and pipeline-parallel degrees; replicas : copies of the model.
-    gpus : replicas × tp × pp.
+    tp, pp : tensor- and pipeline-parallel degrees; replicas : copies; gpus : replicas × tp × pp.
     fits : weights, activation reserve and at least one isl+osl-token sequence fit in memory.
     ttft_s : time to first token of one prompt on an idle replica, seconds (None if it does not fit).
     tpot_s : steady decode step at the batch each replica runs at, seconds (None if it does not fit).
     max_output_tokens_per_s : output tokens/s of all replicas at that batch (the most they deliver
         while each keeps its TPOT), tokens/s.
-    cost_per_hour : gpus × the catalog price, USD per hour.
-    meets_slo : fits, ttft_s ≤ the TTFT target and tpot_s ≤ the TPOT target.
-    batch_per_replica : sequences each replica decodes at once.
-    max_batch_per_replica : sequences that fit (KV memory, engine cap).
+    cost_per_hour : gpus × the catalog price, USD per hour; meets_slo : fits and meets both targets.
+    batch_per_replica, max_batch_per_replica : sequences each replica decodes at once; that fit.
     nodes_per_replica : servers one replica spans (8 GPUs each).
     weights_bytes_per_gpu : weight bytes on the fullest GPU.
     min_tpot_s : decode step at batch 1 (the fastest this layout ever streams), seconds.
@@ -123,16 +120,16 @@ def _check_targets(peak_rps, isl, osl, ttft_target_s, tpot_target_s, utilisation
             v.check_int("osl", osl, minimum=1, maximum=10_000_000),
             v.check_real("ttft_target_s", ttft_target_s, minimum=0.0, min_inclusive=False,
                          maximum=3600.0),
-            v.check_real("tpot_target_s", tpot_target_s, minimum=0.0, min_inclusive=False,
-                         maximum=60.0),
+            v.check_real("tpot_target_s", tpot_target_s, minimum=0.0, maximum=60.0,
+                         min_inclusive=False),
             v.check_fraction("utilisation", utilisation, allow_zero=False))
 
 
 def _replica(model, gpu, tp, pp, precision, memory_rule, kv_precision=None, interconnect=None,
              inter_node=None, calibration=None) -> sizing.Replica:
     return sizing.Replica(model, gpu, tp=tp, pp=pp, precision=precision, kv_precision=kv_precision,
-                          memory_rule=memory_rule, interconnect=interconnect, inter_node=inter_node,
-                          calibration=calibration)
+                          memory_rule=memory_rule, interconnect=interconnect,
+                          inter_node=inter_node, calibration=calibration)
 
 
 def evaluate_layout(model, gpu, tp: int, pp: int = 1, *, peak_rps: float, isl: int, osl: int,
@@ -158,17 +155,15 @@ def evaluate_layout(model, gpu, tp: int, pp: int = 1, *, peak_rps: float, isl: i
                                                       tpot_target_s, utilisation)
     r = _replica(model, gpu, tp, pp, precision, memory_rule, kv_precision, interconnect, inter_node,
                  calibration)
-    est = sizing.estimate(r.model, r.gpu, gpus=r.n_gpus, tp=tp, pp=pp, precision=r.precision,
-                          kv_precision=r.kv_precision, isl=isl, osl=osl, memory_rule=memory_rule,
-                          calibration=r.calibration)
+    est = _fit(r, isl, osl)
     common = dict(tp=tp, pp=pp, model=r.model.id, gpu=r.gpu.id, precision=r.precision,
                   gpus_per_replica=r.n_gpus,
                   nodes_per_replica=par.layout_links(r.gpu, tp, pp).nodes,
                   weights_bytes_per_gpu=r.weights_bytes_per_gpu, extrapolated=r.extrapolated)
-    if not est["fits"]:
+    if not est[0]:
         return Layout(replicas=0, gpus=0, fits=False, ttft_s=None, tpot_s=None,
                       max_output_tokens_per_s=0.0, cost_per_hour=0.0, meets_slo=False,
-                      reason=est["reason"], **common)
+                      reason=est[1], **common)
     try:
         sized = sizing.gpus_for_peak_load(r, lam, isl, osl, tpot_slo_s=tpot_t, utilisation=u,
                                           cached_tokens=cached_tokens)
@@ -192,6 +187,14 @@ def evaluate_layout(model, gpu, tp: int, pp: int = 1, *, peak_rps: float, isl: i
         min_tpot_s=sizing.steady_tpot_s(r, 1, isl, osl),
         cost_per_million_output_tokens=sized["cost_per_million_output_tokens_usd"],
         reason="; ".join(reasons) or None, **common)
+
+
+@functools.lru_cache(maxsize=8192)  # the search (and the capstone's sliders) asks again
+def _fit(r: sizing.Replica, isl: int, osl: int) -> tuple[bool, str | None]:
+    est = sizing.estimate(r.model, r.gpu, gpus=r.n_gpus, tp=r.tp, pp=r.pp, precision=r.precision,
+                          kv_precision=r.kv_precision, isl=isl, osl=osl,
+                          memory_rule=r.memory_rule, calibration=r.calibration)
+    return est["fits"], est["reason"]
 
 
 def candidate_degrees(model, *, max_gpus_per_replica: int = DEFAULT_MAX_GPUS_PER_REPLICA,
@@ -245,12 +248,9 @@ def search_layouts(model, gpu, *, peak_rps: float, isl: int, osl: int, ttft_targ
                    calibration=None, cached_tokens: int = 0) -> list[Layout]:
     """Every layout of ``model`` on ``gpu`` that fits, sized for ``peak_rps``, ranked.
 
-    Order (:func:`rank`): layouts meeting both targets within 5 % of the cheapest such cost, simplest
-    first (fewer nodes per replica, no pipeline, fewer GPUs per replica: fewer parts to fail, no
-    bubble; the model cannot rank layouts that close); then the others, meeting the targets first,
-    by cost per hour; at equal cost, fewer nodes per replica, the lower batch-1 TPOT (streaming
-    speed at low load), the lower idle TTFT, more capacity, fewer GPUs per replica and lower pp. Layouts that do not fit are left out; an empty
-    list means none fits within ``max_gpus_per_replica``.
+    Order: :func:`rank` (layouts meeting both targets within :data:`COST_TIE_TOLERANCE` of the
+    cheapest, simplest first: the model cannot rank layouts that close; then the rest by cost).
+    Layouts that do not fit are left out: an empty list means none fits.
 
     Parameters
     ----------

@@ -24,6 +24,7 @@ the p99 to the simulators (chapters 5 and 6), which is why the capstone confirms
 
 from __future__ import annotations
 
+import functools
 import math
 
 from vidya_lab import _validate as v
@@ -110,7 +111,11 @@ def saturated_throughput(r: Replica, isl: int, osl: int, cached_tokens: int = 0)
     """
     _as_replica(r)
     isl, osl = _lengths(isl, osl)
-    k = v.check_cached_tokens(cached_tokens, isl)
+    return dict(_saturated(r, isl, osl, v.check_cached_tokens(cached_tokens, isl)))
+
+
+@functools.lru_cache(maxsize=8192)  # a pure function of a frozen replica: the layout search,
+def _saturated(r: Replica, isl: int, osl: int, k: int) -> dict:  # and its widget, ask again
     kv_limit = _kv_limit(r, isl, osl, k)
     batch = min(kv_limit, r.max_num_seqs)
     if batch < 1 or not r.weights_fit:
@@ -134,6 +139,12 @@ def slo_batch(r: Replica, isl: int, osl: int, tpot_target_s: float | None,
     if bmax < 1 or tpot_target_s is None:
         return bmax
     slo = v.check_real("tpot_target_s", tpot_target_s, minimum=0.0, min_inclusive=False)
+    return _slo_batch(r, v.check_int("isl", isl), v.check_int("osl", osl), slo,
+                      v.check_int("cached_tokens", cached_tokens), bmax)
+
+
+@functools.lru_cache(maxsize=8192)
+def _slo_batch(r: Replica, isl: int, osl: int, slo: float, cached_tokens: int, bmax: int) -> int:
     lo, hi = 0, bmax  # largest batch with steady TPOT <= slo (monotone in batch)
     while lo < hi:
         mid = (lo + hi + 1) // 2

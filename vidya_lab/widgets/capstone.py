@@ -2,12 +2,14 @@
 
 No math here: the candidates come from :func:`vidya_lab.plan.candidates` (chapter 3's layout search on
 the one cost model). Moving a slider re-runs the calculator only (fast); the simulated confirmation
-of a day is :func:`vidya_lab.plan.plan`, which the chapter runs once. :func:`compute_view` and
-:func:`draw` are plain functions tests call without a browser; :func:`build` wires them to sliders.
+of a day is :func:`vidya_lab.plan.plan`, which the chapter runs once. :func:`compute_view`,
+:func:`bars_html` (what the widget shows) and :func:`draw` (the same as a figure) are plain
+functions tests call without a browser; :func:`build` wires them to sliders.
 """
 
 from __future__ import annotations
 
+import html
 from dataclasses import replace
 
 from matplotlib.figure import Figure
@@ -45,7 +47,8 @@ def compute_view(exam_multiplier: float = TANVI.exam_multiplier,
 
 
 def draw(view: dict, fig: Figure | None = None) -> Figure:
-    """Horizontal bars: USD per hour at the exam peak for each GPU type's cheapest layout."""
+    """Horizontal bars: USD per hour at the exam peak for each GPU type's cheapest layout (the
+    figure for a page or a script; the widget shows the same as HTML, :func:`bars_html`)."""
     fig = fig or Figure(figsize=(8, 3.6))
     fig.clear()
     ax = fig.subplots(1, 1)
@@ -63,16 +66,38 @@ def draw(view: dict, fig: Figure | None = None) -> Figure:
         ax.text(r["cost_per_hour"], i, f"  {r['gpus']} GPUs", va="center", fontsize=7)
     ax.set_xlabel("USD per hour at the exam peak")
     ax.set_xlim(0, max(costs) * 1.25)
-    ax.set_title(f"Peak {view['peak_rps']:g} requests/s, TTFT ≤ {view['ttft_target_s']:g} s, "
-                 f"TPOT ≤ {view['tpot_target_s'] * 1e3:g} ms", fontsize=9)
+    ax.set_title(_title(view), fontsize=9)
     fig.tight_layout()
     return fig
 
 
+def _title(view: dict) -> str:
+    return (f"Peak {view['peak_rps']:g} requests/s, TTFT ≤ {view['ttft_target_s']:g} s, "
+            f"TPOT ≤ {view['tpot_target_s'] * 1e3:g} ms")
+
+
+def bars_html(view: dict) -> str:
+    """The view as an HTML bar chart, what the widget shows: the same bars as :func:`draw`, with
+    text the browser sets (sharp at any zoom, and a control change costs no drawing)."""
+    rows = view["rows"]
+    if not rows:
+        return f"<p><b>{html.escape(_title(view))}</b>: {html.escape(view['error'])}</p>"
+    top = max(r["cost_per_hour"] for r in rows)
+    body = []
+    for i, r in enumerate(rows):
+        color = "#08519c" if i == 0 else "#9ecae1"
+        bar = (f'<div style="background:{color};height:0.9em;'
+               f'width:{100 * r["cost_per_hour"] / top:.1f}%"></div>')
+        body.append(f"<tr><td>{html.escape(r['gpu'])} {html.escape(r['precision'])}</td>"
+                    f"<td>{html.escape(r['label'])}</td><td style=\"width:40%\">{bar}</td>"
+                    f"<td>${r['cost_per_hour']:,.0f}/h, {r['gpus']} GPUs</td></tr>")
+    return (f"<table><caption>{html.escape(_title(view))}</caption><tr><th>GPU</th><th>layout</th>"
+            f'<th colspan="2">USD per hour at the exam peak</th></tr>{"".join(body)}</table>')
+
+
 def build():
-    """Sliders on the forecast and the targets; the bars update as they move."""
+    """Sliders on the forecast and the targets; the bars (:func:`bars_html`) update as they move."""
     import ipywidgets as widgets
-    from IPython.display import display
 
     style = {"description_width": "12em"}
     layout = widgets.Layout(width="32em")
@@ -87,15 +112,12 @@ def build():
                             description="TPOT target (s)", style=style, layout=layout,
                             readout_format=".2f"),
     ]
-    out = widgets.Output()
+    chart = widgets.HTML()
 
     def update(_change=None):
-        fig = draw(compute_view(*(c.value for c in controls)))
-        out.clear_output(wait=True)
-        with out:
-            display(fig)
+        chart.value = bars_html(compute_view(*(c.value for c in controls)))
 
     for c in controls:
         c.observe(update, names="value")
     update()
-    return widgets.VBox([*controls, out])
+    return widgets.VBox([*controls, chart])
