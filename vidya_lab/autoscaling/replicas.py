@@ -163,22 +163,23 @@ class PrefillServers:
         self.busy_s[:, kb] = 0.0
         self.iterations[:, kb] = 0.0
 
-    def run(self, rows, upos, ready, dur, chunks, k: int, dt: float) -> tuple:
-        """Prefill each admitted prompt (grouped by row, in admission order) on its row's server.
+    def run(self, rows, upos, ranks, ready, dur, chunks, k: int, dt: float) -> tuple:
+        """Prefill each admitted prompt (grouped by row, in admission order, ``ranks[i]`` its place
+        in its row's group, ``upos[i]`` its group's) on its row's server.
 
         Lindley's recurrence, ``start_i = max(ready_i, end_{i-1})``, ``end_i = start_i + dur_i``,
         for all rows at once with a group-wise running maximum; each prefill's seconds and
         iterations are booked into the steps it spans (from step ``k + 1``: this step's batch
         speeds are already spent). Returns ``(start, end)``, seconds.
         """
-        csum = np.cumsum(dur)
-        first_idx = np.searchsorted(rows, rows, side="left")
+        csum = dur.cumsum()
+        first_idx = np.arange(dur.size) - ranks  # where each prompt's row group begins
         base = np.where(first_idx > 0, csum[first_idx - 1], 0.0)
         c_in = csum - base  # inclusive cumulative duration within the row
         x = ready - (c_in - dur)
-        head = first_idx == np.arange(x.size)
+        head = ranks == 0
         x[head] = np.maximum(x[head], self.free_at[rows[head]])
-        big = 4.0 * (float(np.max(np.abs(x))) + float(csum[-1]) + 1.0)
+        big = 4.0 * (float(np.abs(x).max()) + float(csum[-1]) + 1.0)
         grp = upos.astype(float) * big
         end = c_in + (np.maximum.accumulate(x + grp) - grp)
         start = end - dur
@@ -193,7 +194,7 @@ class PrefillServers:
         lim = k + ring - 1
         b0c, b1c = np.minimum(b0, lim), np.minimum(b1, lim)
         same = b0c == b1c
-        cut = np.clip((b0 + 1) * dt, start, end)
+        cut = np.minimum(np.maximum((b0 + 1) * dt, start), end)  # np.clip, without its wrapper
         np.add.at(self.busy_s, (rows, b0c % ring), np.where(same, dur, cut - start))
         spill = ~same
         if spill.any():

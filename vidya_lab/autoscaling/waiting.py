@@ -138,7 +138,9 @@ class WaitingRoom:
     def heads(self, free: np.ndarray):
         """Take the first ``free[r]`` requests of each replica ``r``'s queue (they are admitted).
 
-        Returns ``(requests, rows, ranks)`` in queue order (by row, then rank in its queue).
+        Returns ``(requests, rows, ranks, urows, upos)`` in queue order (by row, then rank in its
+        queue): ``urows`` the rows that admit any, lowest first, and ``upos[i]`` the place of
+        ``rows[i]`` in ``urows``.
         """
         if not self.queue.size:
             return None
@@ -157,7 +159,8 @@ class WaitingRoom:
         idx = first + ranks
         keep = np.ones(rows.size, dtype=bool)
         keep[idx] = False
-        out = (self.queue[idx], rows[idx], ranks)
+        got = take > 0
+        out = (self.queue[idx], rows[idx], ranks, urows[got], np.repeat(got.cumsum() - 1, take))
         self.queue, self.queue_key = self.queue[keep], self.queue_key[keep]
         return out
 
