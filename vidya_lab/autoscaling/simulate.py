@@ -215,7 +215,7 @@ class _Simulation:
     # ---------------------------------------------------------------- 4. decoding
     def decode(self, k: int, t1: float) -> None:
         s, dt = self.s, self.dt
-        busy = np.flatnonzero(s.batches.size)
+        busy = s.batches.size.nonzero()[0]
         if busy.size:
             hi = int(busy[-1]) + 1
             n_hi = s.batches.size[:hi]
@@ -234,7 +234,7 @@ class _Simulation:
     def arrive(self, t1: float) -> None:
         a, ai = self.req.arrival_s, self.ai
         if ai < a.size and a[ai] < t1:
-            aj = int(np.searchsorted(a, t1, side="left"))
+            aj = int(a.searchsorted(t1, side="left"))
             self.s.waiting.add(np.arange(ai, aj, dtype=np.int64))
             self.ai = aj
 
