@@ -96,27 +96,48 @@ class ReplicaModel:
     kv_capacity_tokens: int
     cached_prefix_tokens: int = 0
 
+    @functools.cached_property
+    def _grid_gaps(self) -> np.ndarray:
+        """``prompt_grid[j + 1] - prompt_grid[j]``, computed once (the fleet calls _col each step)."""
+        return np.diff(self.prompt_grid)
+
     def _col(self, prompt_tokens):
+        """Each prompt's grid column ``j`` and its fraction of the way to column ``j + 1``."""
         p = np.asarray(prompt_tokens, dtype=float)
         g = self.prompt_grid
-        j = np.searchsorted(g, p, side="right") - 1
-        np.clip(j, 0, g.size - 2, out=j)
-        return j, (p - g[j]) / (g[j + 1] - g[j])
+        j = g.searchsorted(p, side="right")
+        j -= 1  # clipped to [0, columns - 2] (in place: np.clip's wrapper costs more than the work)
+        np.maximum(j, 0, out=j)
+        np.minimum(j, g.size - 2, out=j)
+        return j, (p - g[j]) / self._grid_gaps[j]
 
-    def prefill_s(self, batch, prompt_tokens) -> np.ndarray:
-        """Seconds to prefill each prompt with ``batch`` sequences decoding alongside (vectorised;
-        linear in the prompt between grid points)."""
+    def _prefill_at(self, batch, j, frac) -> np.ndarray:
         n = np.minimum(np.maximum(np.asarray(batch, dtype=np.int64), 0), self.slots)
-        j, frac = self._col(prompt_tokens)
         flat = self.prefill_table_s.ravel()
         idx = n * self.prompt_grid.size + j
         lo = flat[idx]
         return lo + frac * (flat[idx + 1] - lo)
 
-    def chunks(self, prompt_tokens) -> np.ndarray:
-        """Iterations each prompt's prefill takes."""
+    def prefill_s(self, batch, prompt_tokens) -> np.ndarray:
+        """Seconds to prefill each prompt with ``batch`` sequences decoding alongside (vectorised;
+        linear in the prompt between grid points)."""
         j, frac = self._col(prompt_tokens)
-        return np.where(frac > 0.5, self.prefill_iterations[j + 1], self.prefill_iterations[j])
+        return self._prefill_at(batch, j, frac)
+
+    def chunks(self, prompt_tokens) -> np.ndarray:
+        """Iterations each prompt's prefill takes (the nearer grid column's)."""
+        j, frac = self._col(prompt_tokens)
+        return self.prefill_iterations[j + (frac > 0.5)]
+
+    def prefill(self, batch, prompt_tokens) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`prefill_s` and :meth:`chunks` (as floats) of the same prompts, looked up once."""
+        j, frac = self._col(prompt_tokens)
+        return self._prefill_at(batch, j, frac), self._iterations_f[j + (frac > 0.5)]
+
+    @functools.cached_property
+    def _iterations_f(self) -> np.ndarray:
+        """``prefill_iterations`` as floats, for booking into the prefill servers' float rows."""
+        return self.prefill_iterations.astype(float)
 
     def steady_state(self, rate_per_s: float) -> dict | None:
         """The replica's mean behaviour at a steady arrival rate (the coarse model's fixed point).

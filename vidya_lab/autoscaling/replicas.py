@@ -44,20 +44,20 @@ class Lifecycle:
 
     def rows(self, state: int) -> np.ndarray:
         """Rows in ``state``, lowest first."""
-        return np.flatnonzero(self.state == state)
+        return (self.state == state).nonzero()[0]
 
     def count(self, state: int) -> int:
         return int(np.count_nonzero(self.state == state))
 
     def now_ready(self, t0: float) -> np.ndarray:
         """Starting replicas whose cold start is over by ``t0``: they serve from now on."""
-        rows = np.flatnonzero((self.state == STARTING) & (self.ready_at <= t0))
+        rows = ((self.state == STARTING) & (self.ready_at <= t0)).nonzero()[0]
         self.state[rows] = SERVING
         return rows
 
     def drained(self, batch_size: np.ndarray) -> np.ndarray:
         """Draining replicas whose batch has emptied: they are released (off)."""
-        rows = np.flatnonzero((self.state == DRAINING) & (batch_size == 0))
+        rows = ((self.state == DRAINING) & (batch_size == 0)).nonzero()[0]
         self.state[rows] = OFF
         return rows
 
@@ -99,12 +99,15 @@ class Batches:
         token); their slots are freed at those times.
         """
         sub, sf, sr = self.request[:hi], self.counting_from[:hi], self.tokens_left[:hi]
-        tok = np.maximum(t1 - sf, 0.0)
+        tok = t1 - sf  # the tokens each gains: max(t1 - sf, 0) / tau, in place
+        np.maximum(tok, 0.0, out=tok)
         tok /= tau
-        done = (sr <= tok) & (sf <= t1) & (sub >= 0)
+        done = sr <= tok
+        done &= sf <= t1
+        done &= sub >= 0
         out = None
         if done.any():
-            ri, ci = np.nonzero(done)
+            ri, ci = done.nonzero()
             ft = sf[ri, ci] + np.maximum(sr[ri, ci], 0.0) * tau[ri, 0]
             reqs = sub[ri, ci]
             sub[ri, ci] = -1
@@ -120,9 +123,11 @@ class Batches:
         row and the time its ``ranks[i]``-th slot to free became free. (Which free slot a request
         takes does not matter: free times count only within the step they fall in.)"""
         freemask = self.request[urows] < 0
-        ftimes = np.sort(np.where(freemask, self.freed_at[urows], np.inf), axis=1)
-        _, fc = np.nonzero(freemask)
-        row_start = np.concatenate(([0], np.cumsum(freemask.sum(axis=1))[:-1]))
+        ftimes = np.where(freemask, self.freed_at[urows], np.inf)
+        ftimes.sort(axis=1)
+        fc = freemask.nonzero()[1]
+        n_free = freemask.sum(axis=1)
+        row_start = n_free.cumsum() - n_free
         return fc[row_start[upos] + ranks], ftimes[upos, ranks]
 
     def place(self, rows, slots, reqs, tokens_left, first_token_s, nrows: int) -> None:
@@ -163,22 +168,23 @@ class PrefillServers:
         self.busy_s[:, kb] = 0.0
         self.iterations[:, kb] = 0.0
 
-    def run(self, rows, upos, ready, dur, chunks, k: int, dt: float) -> tuple:
-        """Prefill each admitted prompt (grouped by row, in admission order) on its row's server.
+    def run(self, rows, upos, ranks, ready, dur, chunks, k: int, dt: float) -> tuple:
+        """Prefill each admitted prompt (grouped by row, in admission order, ``ranks[i]`` its place
+        in its row's group, ``upos[i]`` its group's) on its row's server.
 
         Lindley's recurrence, ``start_i = max(ready_i, end_{i-1})``, ``end_i = start_i + dur_i``,
         for all rows at once with a group-wise running maximum; each prefill's seconds and
         iterations are booked into the steps it spans (from step ``k + 1``: this step's batch
         speeds are already spent). Returns ``(start, end)``, seconds.
         """
-        csum = np.cumsum(dur)
-        first_idx = np.searchsorted(rows, rows, side="left")
+        csum = dur.cumsum()
+        first_idx = np.arange(dur.size) - ranks  # where each prompt's row group begins
         base = np.where(first_idx > 0, csum[first_idx - 1], 0.0)
         c_in = csum - base  # inclusive cumulative duration within the row
         x = ready - (c_in - dur)
-        head = first_idx == np.arange(x.size)
+        head = ranks == 0
         x[head] = np.maximum(x[head], self.free_at[rows[head]])
-        big = 4.0 * (float(np.max(np.abs(x))) + float(csum[-1]) + 1.0)
+        big = 4.0 * (float(np.abs(x).max()) + float(csum[-1]) + 1.0)
         grp = upos.astype(float) * big
         end = c_in + (np.maximum.accumulate(x + grp) - grp)
         start = end - dur
@@ -193,7 +199,7 @@ class PrefillServers:
         lim = k + ring - 1
         b0c, b1c = np.minimum(b0, lim), np.minimum(b1, lim)
         same = b0c == b1c
-        cut = np.clip((b0 + 1) * dt, start, end)
+        cut = np.minimum(np.maximum((b0 + 1) * dt, start), end)  # np.clip, without its wrapper
         np.add.at(self.busy_s, (rows, b0c % ring), np.where(same, dur, cut - start))
         spill = ~same
         if spill.any():

@@ -128,7 +128,7 @@ class FleetState:
             kv = float(np.sum(req.prompt_tokens[ids] + (req.output_tokens[ids] - 1.0)
                               - np.maximum(b.tokens_left[serving][occ], 0.0)))
         a = req.arrival_s
-        w0 = int(np.searchsorted(a, t0 - rule.rate_window_s, side="left"))
-        rate = (int(np.searchsorted(a, t0, side="left")) - w0) / min(rule.rate_window_s,
-                                                                     max(t0, self.dt))
+        w0 = int(a.searchsorted(t0 - rule.rate_window_s, side="left"))
+        rate = (int(a.searchsorted(t0, side="left")) - w0) / min(rule.rate_window_s,
+                                                                 max(t0, self.dt))
         return Signals(int(serving.size), act, len(self.waiting), kv, rate)

@@ -215,7 +215,7 @@ class _Simulation:
     # ---------------------------------------------------------------- 4. decoding
     def decode(self, k: int, t1: float) -> None:
         s, dt = self.s, self.dt
-        busy = np.flatnonzero(s.batches.size)
+        busy = s.batches.size.nonzero()[0]
         if busy.size:
             hi = int(busy[-1]) + 1
             n_hi = s.batches.size[:hi]
@@ -234,7 +234,7 @@ class _Simulation:
     def arrive(self, t1: float) -> None:
         a, ai = self.req.arrival_s, self.ai
         if ai < a.size and a[ai] < t1:
-            aj = int(np.searchsorted(a, t1, side="left"))
+            aj = int(a.searchsorted(t1, side="left"))
             self.s.waiting.add(np.arange(ai, aj, dtype=np.int64))
             self.ai = aj
 
@@ -246,16 +246,13 @@ class _Simulation:
         heads = s.waiting.heads(model.slots - s.batches.size)
         if heads is None:
             return
-        reqs, rows, ranks = heads
-        urows = np.unique(rows)
-        upos = np.searchsorted(urows, rows)
+        reqs, rows, ranks, urows, upos = heads
         slot, freed = s.batches.free_slots(urows, upos, ranks)
         at = np.maximum(np.maximum(req.ready_s[reqs], freed), t0)
         size = s.batches.size[rows]
-        dur = model.prefill_s(size + ranks, req.prompt_tokens[reqs])  # decodes riding along
+        dur, chunks = model.prefill(size + ranks, req.prompt_tokens[reqs])  # decodes riding along
         ready = at + model.overhead_s + 0.5 * model.decode_s[size]
-        _, end = s.prefill.run(rows, upos, ready, dur, model.chunks(req.prompt_tokens[reqs])
-                               .astype(float), k, self.dt)
+        _, end = s.prefill.run(rows, upos, ranks, ready, dur, chunks, k, self.dt)
         req.admit(reqs, at, end)
         s.batches.place(rows, slot, reqs, req.output_tokens[reqs] - 1.0, end, s.rows)
 

@@ -53,8 +53,8 @@ class Router:
         else:
             part = np.arange(keys.size)
         counts = np.bincount(part // m_max, minlength=s)
-        who = np.repeat(np.arange(s), counts)
-        first_of = np.repeat(np.cumsum(counts) - counts, counts)
+        who = np.arange(s).repeat(counts)
+        first_of = (counts.cumsum() - counts).repeat(counts)
         i = np.arange(new_n) - first_of
         pos = (i + 0.5) / counts[who]
         order = np.lexsort((who, pos))
@@ -122,15 +122,15 @@ class WaitingRoom:
         un = self._gather()
         if not un.size:
             return
-        un = un[np.argsort(ready_s[un], kind="stable")]
+        un = un[ready_s[un].argsort(kind="stable")]
         if not serving.size:
             self.unrouted = un
             return
         queued = np.bincount(self.queue_rows(), minlength=batch_size.size)
         rows = router.send(un.size, batch_size[serving] + queued[serving], serving)
         keys = rows * self.span + ready_key[un]
-        order = np.argsort(keys, kind="stable")
-        merged = np.argsort(np.concatenate((self.queue_key, keys[order])), kind="stable")
+        order = keys.argsort(kind="stable")
+        merged = np.concatenate((self.queue_key, keys[order])).argsort(kind="stable")
         self.queue = np.concatenate((self.queue, un[order]))[merged]
         self.queue_key = np.concatenate((self.queue_key, keys[order]))[merged]
         self.unrouted = _EMPTY
@@ -138,26 +138,29 @@ class WaitingRoom:
     def heads(self, free: np.ndarray):
         """Take the first ``free[r]`` requests of each replica ``r``'s queue (they are admitted).
 
-        Returns ``(requests, rows, ranks)`` in queue order (by row, then rank in its queue).
+        Returns ``(requests, rows, ranks, urows, upos)`` in queue order (by row, then rank in its
+        queue): ``urows`` the rows that admit any, lowest first, and ``upos[i]`` the place of
+        ``rows[i]`` in ``urows``.
         """
         if not self.queue.size:
             return None
         rows = self.queue_rows()
-        change = np.flatnonzero(rows[1:] != rows[:-1]) + 1
-        starts = np.zeros(change.size + 1, dtype=np.int64)
-        starts[1:] = change
-        ends = np.full(starts.size, rows.size, dtype=np.int64)
-        ends[:-1] = change
-        urows, sizes = rows[starts], ends - starts
+        change = (rows[1:] != rows[:-1]).nonzero()[0] + 1
+        edges = np.empty(change.size + 2, dtype=np.int64)  # where each row's queue starts, + the end
+        edges[0], edges[1:-1], edges[-1] = 0, change, rows.size
+        starts = edges[:-1]
+        urows, sizes = rows[starts], edges[1:] - starts
         take = np.minimum(sizes, np.maximum(free[urows], 0))
         if not take.any():
             return None
-        first = np.repeat(starts, take)
-        ranks = np.arange(first.size) - np.repeat(np.cumsum(take) - take, take)
+        first = starts.repeat(take)
+        ranks = np.arange(first.size) - (take.cumsum() - take).repeat(take)
         idx = first + ranks
-        keep = np.ones(rows.size, dtype=bool)
-        keep[idx] = False
-        out = (self.queue[idx], rows[idx], ranks)
+        keep = np.zeros(rows.size, dtype=bool)
+        keep[idx] = True
+        keep = ~keep
+        got = take > 0
+        out = (self.queue[idx], rows[idx], ranks, urows[got], (got.cumsum() - 1).repeat(take))
         self.queue, self.queue_key = self.queue[keep], self.queue_key[keep]
         return out
 
