@@ -426,6 +426,6 @@ def test_the_memoised_replica_figures_are_the_computed_ones_and_cannot_be_corrup
     again = sizing.saturated_throughput(sizing.Replica("llama-3.1-70b", "h100-sxm", tp=4), 3000, 300)
     batch = sizing.slo_batch(r, 3000, 300, 0.05)
     throughput._saturated.cache_clear()
-    throughput._slo_batch.cache_clear()
+    throughput._largest_batch.cache_clear()
     assert again == sizing.saturated_throughput(r, 3000, 300) and again["batch"] > 0
     assert batch == sizing.slo_batch(r, 3000, 300, 0.05)

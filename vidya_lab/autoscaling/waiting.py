@@ -156,9 +156,8 @@ class WaitingRoom:
         first = starts.repeat(take)
         ranks = np.arange(first.size) - (take.cumsum() - take).repeat(take)
         idx = first + ranks
-        keep = np.zeros(rows.size, dtype=bool)
-        keep[idx] = True
-        keep = ~keep
+        keep = np.ones(rows.size, dtype=bool)
+        keep[idx] = False
         got = take > 0
         out = (self.queue[idx], rows[idx], ranks, urows[got], (got.cumsum() - 1).repeat(take))
         self.queue, self.queue_key = self.queue[keep], self.queue_key[keep]

@@ -134,27 +134,35 @@ def slo_batch(r: Replica, isl: int, osl: int, tpot_target_s: float | None,
     """The largest batch a replica may run at: saturated, and (if a target is given) with its steady
     mean TPOT at or under ``tpot_target_s`` (``cached_tokens`` of each prompt found in a prefix
     cache). 0 when nothing fits; a ``ValueError`` when even batch 1 misses the target."""
-    sat = saturated_throughput(r, isl, osl, cached_tokens)
-    bmax = sat["batch"]
-    if bmax < 1 or tpot_target_s is None:
+    _as_replica(r)
+    isl, osl = _lengths(isl, osl)
+    return _batch_within(r, isl, osl, tpot_target_s, v.check_cached_tokens(cached_tokens, isl),
+                         "tpot_target_s")
+
+
+def _batch_within(r: Replica, isl: int, osl: int, target_s, k: int, name: str) -> int:
+    """:func:`slo_batch` of checked lengths; ``name`` is the caller's name for the target."""
+    bmax = _saturated(r, isl, osl, k)["batch"]
+    if bmax < 1 or target_s is None:
         return bmax
-    slo = v.check_real("tpot_target_s", tpot_target_s, minimum=0.0, min_inclusive=False)
-    return _slo_batch(r, v.check_int("isl", isl), v.check_int("osl", osl), slo,
-                      v.check_int("cached_tokens", cached_tokens), bmax)
+    slo = v.check_real(name, target_s, minimum=0.0, min_inclusive=False)
+    batch = _largest_batch(r, isl, osl, slo, k)
+    if batch < 1:
+        raise ValueError(f"{name} = {slo:g} s is below the batch-1 step time "
+                         f"{cycle(r, 1, isl, osl, k)['step_s']:.4g} s of this replica")
+    return batch
 
 
-@functools.lru_cache(maxsize=8192)
-def _slo_batch(r: Replica, isl: int, osl: int, slo: float, cached_tokens: int, bmax: int) -> int:
-    lo, hi = 0, bmax  # largest batch with steady TPOT <= slo (monotone in batch)
+@functools.lru_cache(maxsize=8192)  # as _saturated: the search and its widget ask again
+def _largest_batch(r: Replica, isl: int, osl: int, slo: float, k: int) -> int:
+    """The largest saturated batch whose steady TPOT is at most ``slo`` (0 if not even batch 1)."""
+    lo, hi = 0, _saturated(r, isl, osl, k)["batch"]  # steady TPOT is monotone in batch
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if cycle(r, mid, isl, osl, cached_tokens)["step_s"] <= slo:
+        if cycle(r, mid, isl, osl, k)["step_s"] <= slo:
             lo = mid
         else:
             hi = mid - 1
-    if lo < 1:
-        raise ValueError(f"tpot_target_s = {slo:g} s is below the batch-1 step time "
-                         f"{cycle(r, 1, isl, osl, cached_tokens)['step_s']:.4g} s of this replica")
     return lo
 
 
@@ -210,10 +218,7 @@ def gpus_for_peak_load(r: Replica, requests_per_s: float, isl: int, osl: int, *,
     k = v.check_cached_tokens(cached_tokens, isl)
     if tpot_slo_s is not None:
         v.check_real("tpot_slo_s", tpot_slo_s, minimum=0.0, min_inclusive=False)
-    try:
-        batch = slo_batch(r, isl, osl, tpot_slo_s, k)
-    except ValueError as e:  # the same target, under this function's name for it
-        raise ValueError(str(e).replace("tpot_target_s", "tpot_slo_s", 1)) from None
+    batch = _batch_within(r, isl, osl, tpot_slo_s, k, "tpot_slo_s")
     if batch < 1:
         raise ValueError(f"{r.model.id} does not fit on {r.n_gpus} x {r.gpu.id} with "
                          f"{isl + osl}-token sequences; choose more GPUs per replica")

@@ -291,11 +291,12 @@ def _write_request(t, i: int, model: str, prompt: int | None) -> dict:
     times, tokens = emissions(t, i), emission_tokens(t, i)
     responses: dict[int, str] = {}  # the SSE text of a chunk of k tokens: the same for every k
     for when, k in zip(times, tokens, strict=True):
-        text = responses.get(int(k))
+        k = int(k)
+        text = responses.get(k)
         if text is None:
-            body = dict(chunk, choices=[{"index": 0, "delta": {"content": " tok" * int(k)},
+            body = dict(chunk, choices=[{"index": 0, "delta": {"content": " tok" * k},
                                          "finish_reason": None}])
-            text = responses[int(k)] = f"data: {json.dumps(body)}\n\n"
+            text = responses[k] = f"data: {json.dumps(body)}\n\n"
         out["response_timestamps"].append(_ns(float(when)))
         out["response_outputs"].append({"response": text})
     usage = {"completion_tokens": int(t.output_tokens[i])}
