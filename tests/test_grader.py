@@ -17,7 +17,15 @@ import numpy as np
 import pytest
 
 from vidya_lab.cli import main
-from vidya_lab.exercises import kernel_code, notebook, procs, roster, sandbox, submissions
+from vidya_lab.exercises import (
+    cellgraph,
+    kernel_code,
+    notebook,
+    procs,
+    roster,
+    sandbox,
+    submissions,
+)
 from vidya_lab.exercises.classfiles import FeedbackNames, csv_text, display_path, safe_cell
 from vidya_lab.exercises.hidden import encode_args, grading_cases, load_case_file, perturb
 from vidya_lab.exercises.plan import FunctionPlan, load_registry, make_plan
@@ -247,21 +255,33 @@ def test_detect_chapter_student_and_flags():
     assert notebook.red_flags(_nb("import numpy as np\nanswer = np.mean([1])")) == []
 
 
+def test_reading_a_notebook_compiles_no_grammar():
+    """nbformat validates with jsonschema; from 4.24 on jsonschema also imports rfc3987-syntax where
+    it is installed, which compiles a grammar (about 1.3 s) in every chapter kernel that glues a
+    number and in every grader worker. The jsonschema pin in requirements.txt keeps that out."""
+    import subprocess
+
+    code = ("import sys, nbformat\nnbformat.validate(nbformat.v4.new_notebook())\n"
+            "print(sorted(m for m in ('rfc3987_syntax', 'lark') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", (out.stdout, out.stderr[-500:])
+
+
 def test_function_cells_are_the_definition_and_what_it_needs():
     sources = ["%matplotlib inline\nimport numpy as np", "K = 3", "big = simulate()",
                "def helper(x):\n    return np.sqrt(x) * K", None,
                "def f(a):\n    return helper(a)\ncheck('9.1', f)", "print(f(2))",
                "from vidya_lab.exercises import check"]
     # what follows the definition in its cell (the check) is not needed to define it
-    assert notebook.function_cells(sources, "f") == [0, 1, 3, 5]
-    assert notebook.function_cells(sources, "missing") == [0, 1, 2, 3, 5, 6, 7]
+    assert cellgraph.function_cells(sources, "f") == [0, 1, 3, 5]
+    assert cellgraph.function_cells(sources, "missing") == [0, 1, 2, 3, 5, 6, 7]
     dynamic = sources[:5] + ["exec('g = 1')", "def f(a):\n    return g"]
-    assert 5 in notebook.function_cells(dynamic, "f")
-    assert notebook.function_cells(sources, "f", always={2}) == [0, 1, 2, 3, 5]
+    assert 5 in cellgraph.function_cells(dynamic, "f")
+    assert cellgraph.function_cells(sources, "f", always={2}) == [0, 1, 2, 3, 5]
     # what comes before the definition in its cell must run, so its needs count
     before = ["def setup():\n    pass", "setup()\ndef f(a):\n    return a", "x = 1"]
-    assert notebook.function_cells(before, "f") == [0, 1]
-    assert notebook.function_cells(["def f(a, k=K):\n    return a", "K = 2"], "f") == [0, 1]
+    assert cellgraph.function_cells(before, "f") == [0, 1]
+    assert cellgraph.function_cells(["def f(a, k=K):\n    return a", "K = 2"], "f") == [0, 1]
 
 
 # ----------------------------------------------------------------------------- the class's files
@@ -505,5 +525,5 @@ def test_a_functions_locals_are_not_the_notebooks_names():
     sources = ["tokens_per_s = heavy()", "def heavy():\n    return 1",
                "def f(w, t, h):\n    tokens_per_s = w * t / 60 * h\n    return 1 / tokens_per_s\n"
                "check('1.6', f)", "def g():\n    global G\n    G = 1", "def k(x):\n    return G + x"]
-    assert notebook.function_cells(sources, "f") == [2]
-    assert notebook.function_cells(sources, "k") == [3, 4]
+    assert cellgraph.function_cells(sources, "f") == [2]
+    assert cellgraph.function_cells(sources, "k") == [3, 4]

@@ -16,7 +16,10 @@ instructor only.
 
 Next to the notebooks it writes what Binder and an LMS need (:mod:`.release_files`). Each notebook
 carries ``metadata["vidya_lab"] = {"chapter": N, "exercises": [...], "student": ...}`` so the grader
-knows which chapter and student a submission is, whatever the file was renamed to.
+knows which chapter and student a submission is, whatever the file was renamed to. The book's own
+cells (tagged ``remove-cell`` in the chapter: glue for the prose, the book's figures) carry
+``metadata["vidya_lab"] = {"role": "book-only", "source_sha256": ...}``: the grader skips such a
+cell while it is unchanged and nothing graded reads what it binds (:mod:`.cellgraph`).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from pathlib import Path
 
 from vidya_lab._validate import atomic_write_text, check_output_dir
 
+from .cellgraph import BOOK_ROLE, source_digest
 from .core import Exercise
 from .givens import chapter_spec, draw_givens, new_secret, read_secret
 from .release_files import default_package_spec, manifest, write_class_files
@@ -93,6 +97,10 @@ def _to_notebook(text: str, chapter: int, exercises: Sequence[Exercise]):
 
     nb.metadata["vidya_lab"] = {"chapter": chapter, "exercises": [ex.id for ex in exercises],
                                 "version": __version__}
+    for cell in nb.cells:  # the book's own cells (glue, figures): the grader may skip them
+        if cell.cell_type == "code" and "remove-cell" in cell.metadata.get("tags", []):
+            cell.metadata["vidya_lab"] = {"role": BOOK_ROLE,
+                                          "source_sha256": source_digest(cell.source)}
     return nb
 
 

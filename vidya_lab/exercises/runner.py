@@ -9,10 +9,11 @@ process of the account can read its memory or file descriptors) and a child subr
 a kernel starts, detached or not, stays below it and is killed with it).
 
 It never scores. It runs the notebook top to bottom in a first kernel (the package copy without the
-answer key), reads the answer variables back as JSON, and stops that kernel and everything it
-started. For function exercises it starts a second kernel, whose package copy has the reference
+answer key), leaving out only the book's own cells that nothing graded can read
+(:func:`~vidya_lab.exercises.cellgraph.cells_to_run`), reads the answer variables back as JSON,
+and stops that kernel and everything it started. For function exercises it starts a second kernel, whose package copy has the reference
 implementations' bodies replaced by ``raise``, runs again only the cells the student's function
-needs (:func:`vidya_lab.exercises.notebook.function_cells`), and calls the function on the grading
+needs (:func:`vidya_lab.exercises.cellgraph.function_cells`), and calls the function on the grading
 cases. All within ``budget_s`` (``--notebook-timeout``): reading, kernels, cells and answers.
 """
 
@@ -27,9 +28,10 @@ import time
 from pathlib import Path
 
 from . import procs
+from .cellgraph import cells_to_run, function_cells
 from .kernel import KernelSession, is_kernel_process
 from .kernel_code import FUNCTION, VALUES, kernel_code, valid_encoded
-from .notebook import detect_chapter, function_cells, read_submission, red_flags, student_of
+from .notebook import detect_chapter, read_submission, red_flags, student_of
 from .sandbox import KernelDirs
 
 MAX_REPORT_BYTES = 4 * 2**20        # the kernel's JSON report is read up to this size
@@ -58,14 +60,15 @@ def _session(req: dict, name: str, template: str, n_cells: int) -> KernelSession
 
 
 async def _run_notebook(req: dict, nb, entry: dict, budget: Budget, reserve: float) -> dict:
-    """First kernel: every cell, then the answer variables."""
+    """First kernel: every cell but the book's own that nothing graded reads, then the answers."""
     out: dict = {"values": None, "values_problem": None}
+    names = [e["name"] for e in entry["values"]] + [f["name"] for f in entry["functions"]]
+    todo = cells_to_run(nb.cells, names)
     ks = _session(req, "k1", req["template_values"], len(nb.cells))
     try:
         await ks.start(min(60.0, max(1.0, budget.left(reserve))))
-        for i, cell in enumerate(nb.cells):
-            if cell.cell_type != "code" or not cell.source.strip():
-                continue
+        for i in todo:
+            cell = nb.cells[i]
             left = budget.left(reserve)
             if left < 1:
                 ks.events.append(f"time limit reached at cell {i + 1}")
