@@ -72,6 +72,12 @@ def test_a_cell_the_analysis_cannot_see_into_makes_everything_before_it_run():
                    "from numpy import *", "def broken(:"):
         nb = _nb(("book", "busy = 1"), opaque, ("book", "later = 2"))
         assert _skipped(nb) == [2], opaque
+    too_deep = "x = " + "+".join(["busy"] * 3000)  # the parser itself gives up: opaque
+    assert _skipped(_nb(("book", "busy = 1"), too_deep, ("book", "later = 2"))) == [2]
+    assert cellgraph.function_cells(["busy = 1", too_deep, "def f():\n    return 1"], "f") == [1, 2]
+    deep = "x = " + "+".join(["busy"] * 2000)  # parses, and is read without recursion
+    assert _skipped(_nb(("book", "busy = 1"), deep, ("book", "b = 2"), "answer = x")) == [2]
+    assert cellgraph.function_cells(["busy = 1", deep, "def f():\n    return 1"], "f") == [2]
     # a book cell that itself cannot be read runs
     assert _skipped(_nb(("book", "exec('x = 1')"), "answer = 1")) == []
 

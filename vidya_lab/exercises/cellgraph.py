@@ -90,27 +90,31 @@ def _comprehension(sub) -> Names:
 
 
 def names_of(node) -> Names:
-    """The :class:`Names` of one statement or expression ``node``."""
-    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-        return _function(node)
-    if isinstance(node, _COMPREHENSIONS):
-        return _comprehension(node)
-    out = Names()
-    if isinstance(node, ast.Name):
-        (out.reads if isinstance(node.ctx, ast.Load) else out.binds).add(node.id)
-    elif isinstance(node, ast.ClassDef):
-        out.binds.add(node.name)
-    elif isinstance(node, ast.Import | ast.ImportFrom):
-        for alias in node.names:
-            out.dynamic = out.dynamic or alias.name == "*"
-            out.binds.add((alias.asname or alias.name).split(".")[0])
-    elif isinstance(node, ast.Global | ast.Nonlocal):
-        out.binds.update(node.names)
-    elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-          and node.func.id in _DYNAMIC_CALLS):
-        out.dynamic = True
-    for child in ast.iter_child_nodes(node):
-        out.add(names_of(child))
+    """The :class:`Names` of one statement or expression ``node`` (a stack, not recursion, for
+    expressions: only a nested function or comprehension, a scope of its own, recurses)."""
+    out, todo = Names(), [node]
+    while todo:
+        sub = todo.pop()
+        if isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            out.add(_function(sub))
+            continue
+        if isinstance(sub, _COMPREHENSIONS):
+            out.add(_comprehension(sub))
+            continue
+        if isinstance(sub, ast.Name):
+            (out.reads if isinstance(sub.ctx, ast.Load) else out.binds).add(sub.id)
+        elif isinstance(sub, ast.ClassDef):
+            out.binds.add(sub.name)
+        elif isinstance(sub, ast.Import | ast.ImportFrom):
+            for alias in sub.names:
+                out.dynamic = out.dynamic or alias.name == "*"
+                out.binds.add((alias.asname or alias.name).split(".")[0])
+        elif isinstance(sub, ast.Global | ast.Nonlocal):
+            out.binds.update(sub.names)
+        elif (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name)
+              and sub.func.id in _DYNAMIC_CALLS):
+            out.dynamic = True
+        todo.extend(ast.iter_child_nodes(sub))
     return out
 
 
@@ -129,31 +133,36 @@ def _parse(source: str) -> tuple[ast.Module | None, bool]:
 def cell_statements(source: str) -> list[Names] | None:
     """The :class:`Names` of each top-level statement of a cell; None if it does not parse."""
     tree, magic = _parse(source)
-    if tree is None:
+    try:
+        stmts = [names_of(node) for node in tree.body] if tree is not None else None
+    except RecursionError:  # functions nested deeper than Python recurses: unreadable, so it counts
         return None
-    return [names_of(node) for node in tree.body] + ([Names(dynamic=True)] if magic else [])
+    return stmts + ([Names(dynamic=True)] if magic else []) if stmts is not None else None
 
 
-def _free(stmts: list, bound: set[str]) -> set[str]:
-    """Names a statement list may read before it binds them itself (``bound``: already bound)."""
+def _free(stmts: list, bound: set[str], names: list[Names] | None = None) -> set[str]:
+    """Names a statement list may read before it binds them itself (``bound``: already bound;
+    ``names``: the statements' :class:`Names`, if already known)."""
     bound, free = set(bound), set()
-    for node in stmts:
+    for k, node in enumerate(stmts):
         if isinstance(node, ast.For | ast.AsyncFor):
             free |= names_of(node.iter).reads - bound
             target = names_of(node.target)
             free |= (target.reads - bound) | _free(node.body, bound | target.binds)
             free |= _free(node.orelse, bound)
-        elif isinstance(node, ast.With | ast.AsyncWith):
+            continue
+        if isinstance(node, ast.With | ast.AsyncWith):
             inside = set(bound)
             for item in node.items:
                 free |= names_of(item.context_expr).reads - inside
                 if item.optional_vars is not None:
                     inside |= names_of(item.optional_vars).binds
             free |= _free(node.body, inside)
-        else:
-            free |= names_of(node).reads - bound
+            continue
+        n = names[k] if names is not None else names_of(node)
+        free |= n.reads - bound
         if isinstance(node, _DEFINITE):
-            bound |= names_of(node).binds
+            bound |= n.binds
     return free
 
 
@@ -182,13 +191,17 @@ def is_book_cell(cell) -> bool:
 
 def _info(cell) -> CellInfo:
     tree, magic = _parse(cell.source)
+    whole = Names(dynamic=magic)
+    try:
+        stmts = [names_of(node) for node in tree.body] if tree is not None else []
+        for n in stmts:
+            whole.add(n)
+        free = _free(tree.body, set(), stmts) if tree is not None else set()
+    except RecursionError:  # functions nested deeper than Python recurses
+        tree = None
     if tree is None:
         return CellInfo(set(), set(), set(), True, False)
-    whole = Names(dynamic=magic)
-    for node in tree.body:
-        whole.add(names_of(node))
-    return CellInfo(whole.binds, _free(tree.body, set()) | whole.late, whole.late, whole.dynamic,
-                    is_book_cell(cell))
+    return CellInfo(whole.binds, free | whole.late, whole.late, whole.dynamic, is_book_cell(cell))
 
 
 def cells_to_run(cells, answer_names) -> list[int]:
