@@ -130,14 +130,23 @@ def _parse(source: str) -> tuple[ast.Module | None, bool]:
         return None, True
 
 
+def _read(source: str) -> tuple[ast.Module, list[Names]] | None:
+    """The cell's tree and the :class:`Names` of each top-level statement (a translated magic that
+    may bind unseen names adds a dynamic one); None if it cannot be read."""
+    tree, magic = _parse(source)
+    if tree is None:
+        return None
+    try:
+        stmts = [names_of(node) for node in tree.body]
+    except RecursionError:  # functions nested deeper than Python recurses
+        return None
+    return tree, stmts + ([Names(dynamic=True)] if magic else [])
+
+
 def cell_statements(source: str) -> list[Names] | None:
     """The :class:`Names` of each top-level statement of a cell; None if it does not parse."""
-    tree, magic = _parse(source)
-    try:
-        stmts = [names_of(node) for node in tree.body] if tree is not None else None
-    except RecursionError:  # functions nested deeper than Python recurses: unreadable, so it counts
-        return None
-    return stmts + ([Names(dynamic=True)] if magic else []) if stmts is not None else None
+    read = _read(source)
+    return read[1] if read is not None else None
 
 
 def _free(stmts: list, bound: set[str], names: list[Names] | None = None) -> set[str]:
@@ -190,17 +199,16 @@ def is_book_cell(cell) -> bool:
 
 
 def _info(cell) -> CellInfo:
-    tree, magic = _parse(cell.source)
-    whole = Names(dynamic=magic)
+    read = _read(cell.source)
     try:
-        stmts = [names_of(node) for node in tree.body] if tree is not None else []
-        for n in stmts:
-            whole.add(n)
-        free = _free(tree.body, set(), stmts) if tree is not None else set()
+        free = _free(read[0].body, set(), read[1]) if read is not None else None
     except RecursionError:  # functions nested deeper than Python recurses
-        tree = None
-    if tree is None:
+        free = None
+    if free is None:
         return CellInfo(set(), set(), set(), True, False)
+    whole = Names()
+    for n in read[1]:
+        whole.add(n)
     return CellInfo(whole.binds, free | whole.late, whole.late, whole.dynamic, is_book_cell(cell))
 
 

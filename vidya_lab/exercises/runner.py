@@ -11,10 +11,11 @@ a kernel starts, detached or not, stays below it and is killed with it).
 It never scores. It runs the notebook top to bottom in a first kernel (the package copy without the
 answer key), leaving out only the book's own cells that nothing graded can read
 (:func:`~vidya_lab.exercises.cellgraph.cells_to_run`), reads the answer variables back as JSON,
-and stops that kernel and everything it started. For function exercises it starts a second kernel, whose package copy has the reference
-implementations' bodies replaced by ``raise``, runs again only the cells the student's function
-needs (:func:`vidya_lab.exercises.cellgraph.function_cells`), and calls the function on the grading
-cases. All within ``budget_s`` (``--notebook-timeout``): reading, kernels, cells and answers.
+and stops that kernel and everything it started. For function exercises it starts a second kernel,
+whose package copy has the reference implementations' bodies replaced by ``raise``, runs again
+only the cells the student's function needs (:func:`~vidya_lab.exercises.cellgraph.function_cells`),
+and calls the function on the grading cases. All within ``budget_s`` (``--notebook-timeout``):
+reading, kernels, cells and answers.
 """
 
 from __future__ import annotations
