@@ -61,6 +61,7 @@ def test_loop_and_comprehension_variables_are_not_reads_of_earlier_cells():
     assert _skipped(nb) == [0]
     # read before it is bound in that cell: the book cell's value is the one read
     assert _skipped(_nb(("book", "pilot = 1"), "print(pilot)\npilot = 2")) == []
+    assert _skipped(_nb(("book", "total = 1"), "total += 1\nanswer = total")) == []
     # a walrus in a comprehension binds outside it
     assert _skipped(_nb(("book", "y = 0"), "answer = [(y := v) for v in range(2)]\nprint(y)")) == [0]
     # an if may not bind: what it reads after counts as read from before
@@ -87,10 +88,11 @@ NAMES = st.sampled_from(["a", "b", "c", "answer"])
 
 @st.composite
 def _cells(draw):
-    """Straight-line cells: ``x = y + z`` lines, some cells the book's."""
+    """Straight-line cells: ``x = y + z`` and ``x += y`` lines, some cells the book's."""
     out = []
     for _ in range(draw(st.integers(1, 6))):
-        lines = [f"{draw(NAMES)} = " + " + ".join(draw(st.lists(NAMES, max_size=2)) or ["1"])
+        lines = [f"{draw(NAMES)} {draw(st.sampled_from(['=', '+=']))} "
+                 + " + ".join(draw(st.lists(NAMES, max_size=2)) or ["1"])
                  for _ in range(draw(st.integers(1, 3)))]
         out.append(("book", "\n".join(lines)) if draw(st.booleans()) else "\n".join(lines))
     return out

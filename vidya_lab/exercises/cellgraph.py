@@ -111,6 +111,8 @@ def names_of(node) -> Names:
                 out.binds.add((alias.asname or alias.name).split(".")[0])
         elif isinstance(sub, ast.Global | ast.Nonlocal):
             out.binds.update(sub.names)
+        elif isinstance(sub, ast.AugAssign) and isinstance(sub.target, ast.Name):
+            out.reads.add(sub.target.id)  # ``x += 1`` reads x first (its target says Store)
         elif (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name)
               and sub.func.id in _DYNAMIC_CALLS):
             out.dynamic = True
