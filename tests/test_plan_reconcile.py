@@ -71,3 +71,14 @@ def test_without_a_plan_the_capstone_row_is_left_out():
         None, TANVI, simulated=False)
     assert [r["where"] for r in rows] == ["chapter 2", "chapter 3", "chapter 4", "chapter 5",
                                           "chapter 5"]
+
+
+def test_chapter_6s_row_is_the_fleet_chapter_6_simulates(rows):
+    """The table's chapter 6 day comes from the fluid fleet; chapter 6 prints the request-level
+    day's most replicas: the same count."""
+    from vidya_lab import autoscaling
+
+    run = autoscaling.simulate_day(reconcile.reference_replica(), day="exam", policy="scheduled",
+                                   seed=0, dt_s=10.0, max_replicas=256)
+    day = next(r for r in rows if r["method"].startswith("simulated exam day"))
+    assert day["replicas"] == run["summary"]["max_replicas"]

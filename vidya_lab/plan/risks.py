@@ -15,9 +15,9 @@ faster.)
 
 from __future__ import annotations
 
-import numpy as np
-
 import math
+
+import numpy as np
 
 from vidya_lab import procurement, sizing, slo
 from vidya_lab.plan.confirm import Options, simulate
@@ -28,7 +28,7 @@ from vidya_lab.scenario import Scenario
 EXTRA_BEYOND_MARGIN = 0.2
 #: The busiest hours of that day simulated request by request (to say which target breaks first),
 #: seconds around its peak; the whole day runs on the fluid fleet.
-BUSY_WINDOW_S = 4 * 3600.0
+BUSY_WINDOW_S = 2 * 3600.0
 #: Adult silent reading of English non-fiction, words per minute (Brysbaert 2019, procurement.csv),
 #: and tokens per English word (OpenAI's rule of thumb): the pace a TPOT is compared with.
 READING_WPM = 238.0

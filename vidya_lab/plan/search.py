@@ -105,18 +105,25 @@ def _busiest_holding(cand: Candidate, scenario: Scenario, opts: Options, tries: 
 
 
 def floor_yearly(cand: Candidate, scenario: Scenario) -> float:
-    """A lower bound of any plan's year on ``cand``, without simulation: every hour's forecast load
-    carried at the calculator's full capacity, every GPU-hour at the reserved price, USD."""
+    """A lower bound of any plan's year on ``cand``, without simulation: each hour's forecast load
+    (its mean rate) carried at the calculator's full capacity, in whole instances of the shape the
+    GPU is rented in (:func:`vidya_lab.procurement.instance_gpus_for`), every GPU-hour at the
+    reserved price, USD."""
     rep = cand.replica()
     cap = sizing.capacity_rps(rep, scenario.prompt_tokens_mean, scenario.answer_tokens_mean,
                               scenario.tpot_target_s, cached_tokens=cand.cached_tokens)
     if cap <= 0:
         return float("inf")
-    hours = 0.0
+    shape = procurement.instance_gpus_for(cand.gpu, rep.n_gpus)[0]
+    gpu_hours = 0.0
     for d, n in (("exam", scenario.exam_days_per_year), ("normal", scenario.normal_days_per_year)):
         curve = day_curve(scenario, d)
-        hours += n * curve.expected_count(86400.0) / 3600.0 / cap
-    return hours * rep.n_gpus * rep.gpu.price_per_hour_usd * procurement.RESERVED_RATIO
+        for h in range(24):
+            rate = float(curve.rate_per_s([h * 3600.0 + 1800.0])[0])  # the hour's middle
+            gpus = rate / cap * rep.n_gpus
+            whole = gpus if shape <= rep.n_gpus else math.ceil(gpus / shape - 1e-9) * shape
+            gpu_hours += n * whole
+    return gpu_hours * rep.gpu.price_per_hour_usd * procurement.RESERVED_RATIO
 
 
 def evaluate(cand: Candidate, scenario: Scenario, opts: Options,

@@ -30,8 +30,9 @@ from vidya_lab import admission, sizing, slo
 from vidya_lab.scenario import TANVI, Scenario
 from vidya_lab.workload import poisson_arrivals, tutor_requests
 
-#: Utilisations :func:`tail_utilisation` tries, busiest first (steps of 5 %).
-TAIL_UTILISATIONS = tuple(round(0.9 - 0.05 * i, 2) for i in range(13))
+#: Utilisations :func:`tail_utilisation` tries, busiest first (steps of 5 %, from just above the
+#: calculator's 80 %).
+TAIL_UTILISATIONS = tuple(round(0.85 - 0.05 * i, 2) for i in range(12))
 #: Seconds of steady load each try simulates (an hour: about 7,000 requests on chapter 2's replica).
 TAIL_WINDOW_S = 3600.0
 
