@@ -70,8 +70,8 @@ def _early_rows(scenario: Scenario) -> list[dict]:
     t = tail_replicas(ref, peak, scenario)
     rows = [_row("chapter 2", "one layout, sized with the tail (iteration-level simulator)", ref,
                  t["replicas"], peak, scenario,
-                 f"no prefix cache; the p99 holds up to {t['utilisation']:.0%} of capacity, "
-                 "not the mean's 100 %")]
+                 f"no prefix cache; the p99 holds up to {t['utilisation']:.0%} of capacity, not "
+                 "at the mean's full capacity")]
     best = layouts.cheapest_layout(scenario.model_id, ref.gpu.id, peak_rps=peak, isl=isl, osl=osl,
                                    ttft_target_s=scenario.ttft_target_s,
                                    tpot_target_s=scenario.tpot_target_s,
@@ -80,11 +80,12 @@ def _early_rows(scenario: Scenario) -> list[dict]:
         rep = sizing.Replica(scenario.model_id, ref.gpu.id, tp=best.tp, pp=best.pp)
         rows.append(_row("chapter 3", "layout search: the cheapest (TP, PP), the calculator at "
                          f"{CALCULATOR_UTILISATION:.0%}", rep, best.replicas, peak, scenario,
-                         "a steady mean against the target at 80 %: the tail is missed "
-                         "(chapter 2)"))
+                         f"a steady mean against the target at {CALCULATOR_UTILISATION:.0%}: the "
+                         "tail is missed (chapter 2)"))
     shared = iso.shared_prefix_tokens(scenario)
     _, with_ = caching.capacity_with_cache(ref, shared, isl, osl, scenario.tpot_target_s, peak)
-    rows.append(_row("chapter 4", "the prefix cache counted (one cache shared), 100 % of capacity",
+    rows.append(_row("chapter 4", "the prefix cache counted (one cache shared), sized at full "
+                     "capacity",
                      ref, with_["replicas_for_peak"], peak, scenario,
                      f"{shared:,} of {isl:,} prompt tokens cached; no spare, no isolation",
                      cached=shared))
@@ -94,7 +95,7 @@ def _early_rows(scenario: Scenario) -> list[dict]:
     sf_rep = sizing.Replica(scenario.model_id, ref.gpu.id, tp=ref.tp, max_batched_tokens=sf["budget"])
     rows.append(_row("chapter 5", f"colocated, stall-free token budget ({sf['budget']:,}), cache "
                      "counted", sf_rep, sf["replicas"], peak, scenario,
-                     "no gap longer than the TPOT target; 100 % of capacity", cached=shared))
+                     "no gap longer than the TPOT target; sized at full capacity", cached=shared))
     dis = pays["disaggregated"]
     rows.append({**_row("chapter 5", "disaggregated prefill and decode pools, cache counted", ref,
                         dis["gpus"] // ref.n_gpus, peak, scenario,
@@ -206,7 +207,8 @@ def factors(plan_result: dict, scenario: Scenario = TANVI) -> dict:
          f"chapter 2 runs at {t['utilisation_at_peak']:.0%}; the capstone's fleet holds the "
          f"+{p['traffic_margin']:.0%} day aimed at {p['utilisation_holding']:.0%}"),
         ("schedule margin", 1 + POLICY_MARGIN,
-         "the schedule sizes each hour's busiest minute 10 % above the forecast (chapter 6)"),
+         f"the schedule sizes each hour's busiest minute {POLICY_MARGIN:.0%} above the forecast "
+         "(chapter 6)"),
         ("rounding", need / exact, "whole replicas"),
         ("spares", peak / need, f"{peak - need} replicas at the peak against losing a node"),
     ]

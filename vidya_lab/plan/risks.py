@@ -87,8 +87,9 @@ def fallback(best: dict) -> dict:
     window = year.exam_days * 24.0 * extra_instances * shape * od
     exam_burst = year.exam_days * year.on_demand_gpu_hours_exam_day * od
     cost = year.yearly_cost["total"] - exam_burst + window
-    return {"what": f"reserve {peak} instances of {shape} GPU(s) (the exam day's peak) for the "
-                    f"{year.exam_days} exam days, ahead of the season",
+    unit = f"{shape}-GPU instance" + ("" if peak == 1 else "s")
+    return {"what": f"reserve {peak} {unit} (the exam day's peak) for the {year.exam_days} exam "
+                    "days, ahead of the season",
             "instances": peak, "yearly_cost": cost,
             "extra_cost_per_year": cost - year.yearly_cost["total"]}
 
