@@ -55,7 +55,6 @@ from vidya_lab.plan.candidates import (
     target,
 )
 from vidya_lab.plan.confirm import (
-    FAR_MISS,
     MAX_COLD_START_S,
     MAX_CONFIRMED_CANDIDATES,
     MAX_SPARE_REPLICAS,
@@ -82,7 +81,7 @@ DAYS = autoscaling.DAYS
 POLICIES = autoscaling.POLICIES
 
 __all__ = ["CONSTRAINTS", "Candidate", "DAYS", "DAYS_PER_MONTH", "DEFAULT_TRAFFIC_MARGIN",
-           "FAR_MISS", "MAX_CONFIRMED_CANDIDATES", "MAX_SPARE_REPLICAS", "Options", "PLAN_DT_S",
+           "MAX_CONFIRMED_CANDIDATES", "MAX_SPARE_REPLICAS", "Options", "PLAN_DT_S",
            "POLICIES", "RISK_TRAFFIC_FACTOR", "UTILISATIONS", "candidates", "cheapest_per_gpu",
            "day_curve", "peak_rps", "plan", "prefix_tokens", "reading_pace_s", "simulate",
            "target", "what_if"]

@@ -34,9 +34,6 @@ MAX_SPARE_REPLICAS = 16
 #: Candidates (one per GPU type and precision, cheapest by the calculator first) the search
 #: simulates; the others are listed with their calculator cost.
 MAX_CONFIRMED_CANDIDATES = 4
-#: An attainment this far below the target on the margin day ends a candidate's search at that
-#: utilisation (a lower one is not tried).
-FAR_MISS = 0.05
 #: The fleet simulation's time step in the planner, seconds.
 PLAN_DT_S = 10.0
 #: Largest fleet a simulated day may grow to, replicas.
