@@ -189,11 +189,11 @@ AVAILABILITY_RISK = ("on-demand capacity for 8-GPU machines is not guaranteed in
                      "be bought is a burst that is not served")
 
 
-def _day_curve(replicas_by_hour):
-    hours = v.check_reals("replicas_by_hour", replicas_by_hour, minimum=0.0, maximum=MAX_REPLICAS,
+def _day_curve(replicas_by_hour, name: str = "replicas_by_hour"):
+    hours = v.check_reals(name, replicas_by_hour, minimum=0.0, maximum=MAX_REPLICAS,
                           max_length=10_000, allow_empty=False)
     if len(hours) != 24:
-        raise ValueError(f"replicas_by_hour must give 24 hourly values, got {len(hours)}")
+        raise ValueError(f"{name} must give 24 hourly values, got {len(hours)}")
     return hours
 
 
@@ -271,10 +271,11 @@ def instance_gpus_for(gpu: str, gpus_per_replica: int) -> tuple[int, str]:
     return per, "assumption: no instance shape listed for this GPU; a replica is one instance"
 
 
-def _instances_by_hour(replicas_by_hour, gpus_per_replica: int, instance_gpus: int) -> list[float]:
+def _instances_by_hour(replicas_by_hour, gpus_per_replica: int, instance_gpus: int,
+                       name: str = "replicas_by_hour") -> list[float]:
     """Instances billed each hour: GPU-hours as they are when a replica is one instance or
     several; whole instances (rounded up) when an instance holds several replicas."""
-    hours = _day_curve(replicas_by_hour)
+    hours = _day_curve(replicas_by_hour, name)
     if instance_gpus <= gpus_per_replica:
         return [float(h) * gpus_per_replica / instance_gpus for h in hours]
     return [float(math.ceil(float(h) * gpus_per_replica / instance_gpus - 1e-9)) for h in hours]
@@ -340,8 +341,8 @@ def buy_year(exam_replicas_by_hour, normal_replicas_by_hour, *, exam_days: int,
     shape, shape_src = (instance_gpus_for(g.id, per) if instance_gpus is None else
                         (v.check_int("instance_gpus", instance_gpus, minimum=1, maximum=1024),
                          "given"))
-    exam = _instances_by_hour(exam_replicas_by_hour, per, shape)
-    normal = _instances_by_hour(normal_replicas_by_hour, per, shape)
+    exam = _instances_by_hour(exam_replicas_by_hour, per, shape, "exam_replicas_by_hour")
+    normal = _instances_by_hour(normal_replicas_by_hour, per, shape, "normal_replicas_by_hour")
     he, hn = hours_in_service(exam), hours_in_service(normal)
     n = max(len(he), len(hn))
     year_hours = [ed * (he[k] if k < len(he) else 0.0) + nd * (hn[k] if k < len(hn) else 0.0)

@@ -13,14 +13,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from vidya_lab.slo.budgets import READING_WORDS_PER_MIN, TOKENS_PER_WORD, tpot_for_reading_speed
+from vidya_lab.slo import budgets as _budgets
 
 #: How a replica's prefix cache is shared (chapter 4): one cache for everyone, a salt per school,
 #: or a salt per student (which forbids even the syllabus).
 ISOLATION_POLICIES = ("shared", "per-school", "per-student")
 #: The longest gap between two tokens a student should ever see: the time an adult takes to read
 #: one token (238 words a minute, 4/3 tokens a word; Brysbaert 2019), seconds (about 0.19 s).
-READING_PACE_S = tpot_for_reading_speed(READING_WORDS_PER_MIN, TOKENS_PER_WORD)
+READING_PACE_S = _budgets.tpot_for_reading_speed(_budgets.READING_WORDS_PER_MIN,
+                                                 _budgets.TOKENS_PER_WORD)
 #: Days in the year the reservations are bought against (the days not in exam weeks are normal).
 DAYS_PER_YEAR = 365
 

@@ -55,6 +55,12 @@ class Candidate:
         if self.budget_tokens is not None:
             v.check_int("budget_tokens", self.budget_tokens, minimum=2, maximum=1 << 20)
         v.check_int("cached_tokens", self.cached_tokens, minimum=0, maximum=10_000_000)
+        if self.resident_prefix_tokens is not None:
+            v.check_int("resident_prefix_tokens", self.resident_prefix_tokens, minimum=0,
+                        maximum=10**9)
+        for name in ("cache", "calculator"):
+            if getattr(self, name) is not None:
+                v.check_instance(name, getattr(self, name), dict, "dict")
 
     @property
     def cost_per_hour(self) -> float:

@@ -98,6 +98,7 @@ def _busiest_holding(cand: Candidate, scenario: Scenario, opts: Options, tries: 
     for u in UTILISATIONS:
         s = _margin_day(cand, scenario, opts, u, 0)
         tries.append({"check": "margin", "utilisation": u, "spares": 0,
+                      "traffic_factor": 1.0 + opts.traffic_margin,
                       "attainment": s["attainment"], "holds": meets(s, scenario)})
         if meets(s, scenario):
             return u, int(s["max_replicas"])
