@@ -10,7 +10,7 @@ should be able to state (:func:`fleet_sizes`):
 * chapter 3 — the cheapest layout of the same GPU by the calculator at 80 % of capacity (a mean);
 * chapter 4 — the same replica with the prefix cache counted, at 100 % (no spare);
 * chapter 5 — colocated replicas with the stall-free token budget, and disaggregated pools, cache
-  counted;
+  counted, planned at the calculator's utilisation;
 * chapter 6 — the simulated exam day under the schedule (replicas still starting and draining
   counted), and prefix-aware routing's fleet at the rush;
 * the capstone — another GPU type and precision, the cache a salt per school leaves, the ITL token
@@ -90,16 +90,19 @@ def _early_rows(scenario: Scenario) -> list[dict]:
                      f"{shared:,} of {isl:,} prompt tokens cached; no spare, no isolation",
                      cached=shared))
     pays = admission.when_it_pays(ref, peak, isl, osl, scenario.ttft_target_s,
-                                  scenario.tpot_target_s, shared)
+                                  scenario.tpot_target_s, shared,
+                                  utilisation=CALCULATOR_UTILISATION)  # as chapter 5 plans them
     sf = pays["colocated_stall_free"]
     sf_rep = sizing.Replica(scenario.model_id, ref.gpu.id, tp=ref.tp, max_batched_tokens=sf["budget"])
     rows.append(_row("chapter 5", f"colocated, stall-free token budget ({sf['budget']:,}), cache "
                      "counted", sf_rep, sf["replicas"], peak, scenario,
-                     "no gap longer than the TPOT target; sized at full capacity", cached=shared))
+                     f"no gap longer than the TPOT target; planned at {CALCULATOR_UTILISATION:.0%}",
+                     cached=shared))
     dis = pays["disaggregated"]
     rows.append({**_row("chapter 5", "disaggregated prefill and decode pools, cache counted", ref,
                         dis["gpus"] // ref.n_gpus, peak, scenario,
-                        "two pools, each sized for its own target", cached=shared),
+                        f"two pools, each sized for its own target (decode at "
+                        f"{CALCULATOR_UTILISATION:.0%})", cached=shared),
                  "gpus": dis["gpus"], "utilisation_at_peak": None})
     return rows
 

@@ -105,6 +105,7 @@ from vidya_lab.slo.intervals import (
     BatchMeansCI,
     batch_means_ci,
     bootstrap_percentile_ci,
+    chi_square_quantile,
     student_t_quantile,
 )
 from vidya_lab.slo.metrics import (
@@ -151,6 +152,7 @@ __all__ = [
     "bootstrap_percentile_ci",
     "batch_means_ci",
     "BatchMeansCI",
+    "chi_square_quantile",
     "student_t_quantile",
     "pooled_percentile",
     "mean_of_percentiles",
