@@ -159,6 +159,9 @@ def test_risks_are_reported(tanvi):
     assert "on-demand capacity" in risks["on_demand_availability"]
     fb = risks["fallback"]
     assert fb["extra_cost_per_year"] >= 0 and fb["instances"] >= 1
+    quiet = risks["quiet_hours"]  # a one-replica night is one failure domain: priced
+    assert quiet["fewest_replicas"] >= 1 and quiet["extra_cost_per_year"] >= 0
+    assert (quiet["hours_on_one_replica"] > 0) == (quiet["fewest_replicas"] < 2)
 
 
 def test_prefix_cache_only_lowers_ttft(tanvi):

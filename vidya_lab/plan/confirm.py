@@ -46,7 +46,9 @@ MAX_TRAFFIC_MARGIN = 2.0
 
 @dataclass(frozen=True)
 class Options:
-    """How the plan is confirmed (see :func:`vidya_lab.plan.plan` for each)."""
+    """How the plan is confirmed (see :func:`vidya_lab.plan.plan` for each). ``cached_prefix_tokens``
+    is what one shared cache would hold; each candidate carries the cache its isolation leaves
+    (:attr:`Candidate.cached_tokens`), which is what the simulations use."""
 
     day: str = "exam"
     policy: str = "scheduled"

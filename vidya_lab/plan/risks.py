@@ -10,6 +10,8 @@ faster.)
 * on-demand capacity not there in the exam weeks (the burst the plan buys on demand), with the
   fallback and its price: reserving the exam weeks' peak for those weeks (AWS sells such windows as
   Capacity Blocks), priced here at the on-demand rate (an upper bound);
+* the quiet hours: a fleet of one replica at night is one failure domain (the node-loss constraint
+  holds at the peak), and what a second replica on another node would cost;
 * the calibration: a GPU type whose efficiencies were fitted on few rows of its own, or none.
 """
 
@@ -94,6 +96,23 @@ def fallback(best: dict) -> dict:
             "extra_cost_per_year": cost - year.yearly_cost["total"]}
 
 
+def quiet_hours(best: dict, scenario: Scenario) -> dict:
+    """The hours the fleet runs on one replica (one failure domain): losing its node there stops the
+    service for a cold start. Returns ``fewest_replicas`` (the least of the forecast days' hourly
+    means), ``hours_on_one_replica`` (a year's hours under two replicas), and
+    ``extra_cost_per_year`` (USD) of keeping a second replica, on another node, in those hours at
+    the on-demand price."""
+    cand = best["candidate"]
+    od = sizing.get_gpu(cand.gpu).price_per_hour_usd
+    hours, fewest = 0.0, float("inf")
+    for day, n in (("exam", scenario.exam_days_per_year), ("normal", scenario.normal_days_per_year)):
+        curve = best["bill"][day]["replicas_by_hour"]
+        fewest = min(fewest, min(curve))
+        hours += n * sum(max(0.0, 2.0 - x) for x in curve)
+    return {"fewest_replicas": fewest, "hours_on_one_replica": hours,
+            "extra_cost_per_year": hours * cand.gpus_per_replica * od}
+
+
 def assess(best: dict, scenario: Scenario, opts: Options) -> dict:
     """Every risk of the chosen plan ``best`` (a search record; module docstring)."""
     cand, u, spare = best["candidate"], best["utilisation"], best["spares"]
@@ -122,7 +141,7 @@ def assess(best: dict, scenario: Scenario, opts: Options) -> dict:
            "on_demand_share_of_gpu_hours": burst / max(total, 1e-9),
            "on_demand_share_of_exam_day": year.on_demand_gpu_hours_exam_day
            / max(24.0 * year.reserved_gpus + year.on_demand_gpu_hours_exam_day, 1e-9),
-           "fallback": fallback(best),
+           "fallback": fallback(best), "quiet_hours": quiet_hours(best, scenario),
            "calibration": calibration_note(cand.replica())}
     if cand.cached_tokens > 0:
         cold = simulate(cand, scenario, opts, utilisation=u, headroom=spare,
