@@ -35,3 +35,25 @@ def test_derived_givens():
 def test_impossible_givens_are_refused(field, value, match):
     with pytest.raises(ValueError, match=match):
         replace(TANVI, **{field: value})
+
+
+def test_the_itl_target_is_the_reading_pace_and_the_year_is_whole():
+    from vidya_lab.scenario import DAYS_PER_YEAR, READING_PACE_S
+    from vidya_lab.slo import READING_WORDS_PER_MIN, TOKENS_PER_WORD
+
+    assert TANVI.itl_target_s == READING_PACE_S == pytest.approx(
+        60 / (READING_WORDS_PER_MIN * TOKENS_PER_WORD))
+    assert TANVI.itl_target_s > TANVI.tpot_target_s  # a stall target, not a mean
+    assert TANVI.exam_days_per_year + TANVI.normal_days_per_year == DAYS_PER_YEAR
+    assert TANVI.isolation == "per-school"  # chapter 4's recommendation
+
+
+@pytest.mark.parametrize(("field", "value", "match"), [
+    ("itl_target_s", 0.0, "itl_target_s must be > 0"),
+    ("isolation", "none", "isolation must be one of"),
+    ("schools", 0, "schools must be an integer >= 1"),
+    ("exam_weeks_per_year", 53, "exam_weeks_per_year must be an integer <= 52"),
+])
+def test_impossible_new_givens_are_refused(field, value, match):
+    with pytest.raises(ValueError, match=match):
+        replace(TANVI, **{field: value})

@@ -3,18 +3,30 @@
 from __future__ import annotations
 
 from vidya_lab import plan
+from vidya_lab.plan import tail
 from vidya_lab.scenario import TANVI
 from vidya_lab.widgets import capstone
 
 
-def test_default_view_is_the_planners_candidates():
+def test_default_view_is_the_planners_candidates_with_their_itl_budget():
     view = capstone.compute_view()
     expected = plan.cheapest_per_gpu(plan.candidates(cached_tokens=plan.prefix_tokens(TANVI)))
-    assert [(r["gpu"], r["precision"], r["gpus"]) for r in view["rows"]] == \
-        [(c.gpu, c.precision, c.layout.gpus) for c in expected]
-    assert view["peak_rps"] == TANVI.exam_peak_rps
+    assert sorted((r["gpu"], r["precision"]) for r in view["rows"]) == \
+        sorted((c.gpu, c.precision) for c in expected)
+    assert view["peak_rps"] == TANVI.exam_peak_rps and view["itl_target_s"] == TANVI.itl_target_s
     costs = [r["cost_per_hour"] for r in view["rows"]]
-    assert costs == sorted(costs)  # one row per GPU type, by the cost of its first layout
+    assert costs == sorted(costs)  # one row per GPU type, cheapest first
+    for r in view["rows"]:  # each sized again with the budget that holds the ITL target
+        c = next(x for x in expected if (x.gpu, x.precision) == (r["gpu"], r["precision"]))
+        assert r["budget_tokens"] == tail.itl_budget(c.replica(), TANVI, plan.prefix_tokens(TANVI))
+        assert r["gpus"] % r["gpus_per_replica"] == 0
+
+
+def test_a_tight_itl_target_leaves_gpus_out():
+    loose = capstone.compute_view()
+    tight = capstone.compute_view(itl_target_s=0.07)
+    assert len(tight["rows"]) + len(tight["no_itl_budget"]) == len(loose["rows"])
+    assert tight["no_itl_budget"]  # some GPU type has no budget that holds 70 ms
 
 
 def test_more_traffic_costs_more_for_the_cheapest():

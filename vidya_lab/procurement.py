@@ -4,16 +4,27 @@ A fleet that follows the day needs a few replicas around the clock and many only
 Reserving (committing to) a GPU costs less per hour but is paid whether it is used or not; on-demand
 costs more but only while it runs; spot costs least but can be taken back. The rule that minimises
 the bill: reserve the k-th replica when the fleet needs at least k replicas for more than
-ρ = reserved price ÷ on-demand price of the day's hours (a replica busy 24·ρ hours a day costs the
-same either way); run the rest on demand, and optionally put a share of the burst on spot.
+ρ = reserved price ÷ on-demand price of the hours the reservation is paid for (a replica busy
+24·ρ hours a day costs the same either way); run the rest on demand, and optionally put a share of
+the burst on spot.
 
-Prices are relative to the catalog's on-demand price (an assumption of the story), with the ratios
-read from providers that publish more than one purchase kind (``vidya_lab/data/procurement.csv``):
-one rate card (Hyperstack, 2026) gives reserved/on-demand of 0.85 for H100, A100 and B200 and 0.70
-for H200; Google Cloud's H100 spot is 0.60 of its on-demand price. Availability is not a price: in
-a busy season on-demand capacity may not be there at all (providers sell reservations for future
-windows because of it; insufficient-capacity errors for 8-GPU machines are reported on several
-clouds), which is why the baseline is reserved and the risk is stated.
+**A day** (:func:`buy`, chapter 6) applies the rule to one day's curve. **A year**
+(:func:`buy_year`, the capstone) applies it to the year's curve — the normal days and the exam days
+of the scenario — because a reservation is a commitment for a year, not for an exam week: the k-th
+replica is reserved when it is in service at least ρ × 8,760 hours of the year. Bought in instances
+of the shape the GPU is rented in (:func:`instance_shapes`: 1, 2, 4 or 8 GPUs, as listed in the
+data), so a fleet of one-GPU replicas on a GPU sold only in 8-GPU machines pays for whole machines.
+
+Prices are relative to the catalog's on-demand price (an assumption of the story). The reserved
+ratio is **one number for the whole book** (:data:`RESERVED_RATIO`, an assumption): the median of
+the one rate card in ``vidya_lab/data/procurement.csv`` that lists reserved and on-demand prices
+side by side (Hyperstack, 2026, a secondary transcription whose term is not stated: 0.85 for H100,
+A100 and B200, 0.70 for H200); :func:`reserved_ratio_readings` gives the per-GPU readings for a
+sensitivity. Spot ratios are read per GPU where listed (Google Cloud's H100 spot is 0.60 of its
+on-demand). Availability is not a price: in a busy season on-demand capacity may not be there at all
+(providers sell reservations for future windows because of it; insufficient-capacity errors for
+8-GPU machines are reported on several clouds), which is why the baseline is reserved and the risk
+is stated.
 """
 
 from __future__ import annotations
@@ -61,14 +72,36 @@ def _ratio_rows(kind: str) -> dict[str, list[float]]:
     return out
 
 
+def reserved_ratio_readings() -> dict[str, float]:
+    """{catalog gpu id: reserved ÷ on-demand price} as the rate cards in procurement.csv list them
+    (the median where a GPU has several): the evidence behind :data:`RESERVED_RATIO`."""
+    return {g: statistics.median(xs) for g, xs in sorted(_ratio_rows("reserved").items())}
+
+
+def _book_reserved_ratio() -> float:
+    readings = list(reserved_ratio_readings().values())
+    return float(statistics.median(readings)) if readings else 1.0
+
+
+#: The book's one reserved ÷ on-demand price ratio, for every GPU type (an assumption: the median
+#: of the rate card's readings, :func:`reserved_ratio_readings`; its term is taken as one year).
+RESERVED_RATIO = _book_reserved_ratio()
+RESERVED_RATIO_SOURCE = ("assumption: one ratio for every GPU, the median of the reserved/on-demand "
+                         "readings in procurement.csv (Hyperstack's rate card, 2026, a secondary "
+                         "transcription; term not stated, taken as one year)")
+
+
 def price_ratio(gpu: str, kind: str) -> tuple[float, str]:
-    """(price of ``kind`` ÷ on-demand price, where it comes from) for ``gpu``: the ratio read for
-    that GPU where a provider lists both, else the median ratio over the GPUs that have one."""
+    """(price of ``kind`` ÷ on-demand price, where it comes from) for ``gpu``: reserved is the
+    book's one ratio (:data:`RESERVED_RATIO`); spot is the ratio read for that GPU where a provider
+    lists both, else the median ratio over the GPUs that have one."""
     v.check_choice("kind", kind, KINDS)
     gid = get_gpu(gpu).id
     if kind == "on_demand":
         return 1.0, "the catalog's on-demand price"
-    table = _ratio_rows("reserved" if kind == "reserved" else "spot")
+    if kind == "reserved":
+        return RESERVED_RATIO, RESERVED_RATIO_SOURCE
+    table = _ratio_rows("spot")
     if gid in table:
         return statistics.median(table[gid]), f"{kind}/on-demand ratio read for {gid} (procurement.csv)"
     pooled = [x for xs in table.values() for x in xs]
@@ -156,11 +189,11 @@ AVAILABILITY_RISK = ("on-demand capacity for 8-GPU machines is not guaranteed in
                      "be bought is a burst that is not served")
 
 
-def _day_curve(replicas_by_hour):
-    hours = v.check_reals("replicas_by_hour", replicas_by_hour, minimum=0.0, maximum=MAX_REPLICAS,
+def _day_curve(replicas_by_hour, name: str = "replicas_by_hour"):
+    hours = v.check_reals(name, replicas_by_hour, minimum=0.0, maximum=MAX_REPLICAS,
                           max_length=10_000, allow_empty=False)
     if len(hours) != 24:
-        raise ValueError(f"replicas_by_hour must give 24 hourly values, got {len(hours)}")
+        raise ValueError(f"{name} must give 24 hourly values, got {len(hours)}")
     return hours
 
 
@@ -198,3 +231,140 @@ def monthly_cost_with(replicas_by_hour, reserved: int, *, gpus_per_replica: int,
             "spot": days * share * burst * od * price_ratio(g.id, "spot")[0]}
     cost["total"] = sum(cost.values())
     return cost
+
+
+# ----------------------------------------------------------------------------- a year, in instances
+
+#: Hours in the year a reservation is paid for (365 days).
+HOURS_PER_YEAR = 365 * HOURS_PER_DAY
+
+
+def instance_shapes(gpu: str) -> tuple[tuple[int, str], ...]:
+    """The instance shapes ``gpu`` is rented in: ``(GPUs per instance, source)`` from the
+    ``instance_gpus`` rows of procurement.csv, smallest first (empty if none is listed)."""
+    gid = get_gpu(gpu).id
+    out = {}
+    for r in _rows():
+        if r["item"] != "instance_gpus":
+            continue
+        try:
+            if gpu_id_for(r["gpu"]) != gid:
+                continue
+        except KeyError:
+            continue
+        out.setdefault(int(float(r["value"])), f"{r['source']} ({r['citation']})")
+    return tuple(sorted(out.items()))
+
+
+def instance_gpus_for(gpu: str, gpus_per_replica: int) -> tuple[int, str]:
+    """The smallest listed shape that holds a replica of ``gpus_per_replica`` GPUs (its GPUs must
+    share one machine), with its source; a replica larger than every shape spans whole instances of
+    the largest. With no shape listed: the replica itself (an assumption, said so)."""
+    per = v.check_int("gpus_per_replica", gpus_per_replica, minimum=1, maximum=1024)
+    shapes = instance_shapes(gpu)
+    for n, src in shapes:
+        if n >= per:
+            return n, src
+    if shapes:
+        n, src = shapes[-1]
+        return n * math.ceil(per / n), src
+    return per, "assumption: no instance shape listed for this GPU; a replica is one instance"
+
+
+def _instances_by_hour(replicas_by_hour, gpus_per_replica: int, instance_gpus: int,
+                       name: str = "replicas_by_hour") -> list[float]:
+    """Instances billed each hour: GPU-hours as they are when a replica is one instance or
+    several; whole instances (rounded up) when an instance holds several replicas."""
+    hours = _day_curve(replicas_by_hour, name)
+    if instance_gpus <= gpus_per_replica:
+        return [float(h) * gpus_per_replica / instance_gpus for h in hours]
+    return [float(math.ceil(float(h) * gpus_per_replica / instance_gpus - 1e-9)) for h in hours]
+
+
+@dataclass(frozen=True)
+class YearPlan:
+    """A year of normal and exam days bought as a reserved baseline and an on-demand burst (USD).
+
+    ``reserved_instances`` are paid all year (:data:`HOURS_PER_YEAR`); the burst above them is paid
+    by the hour. ``hours_in_service`` is, for the k-th instance, the hours of the year it runs (the
+    curve the reservation was chosen against), ``threshold_hours`` = ρ × hours of the year.
+    """
+
+    instance_gpus: int
+    reserved_instances: int
+    reserved_gpus: int
+    reserved_ratio: float
+    threshold_hours: float
+    hours_in_service: list
+    exam_days: int
+    normal_days: int
+    yearly_cost: dict
+    yearly_cost_all_on_demand: float
+    monthly_cost_exam: dict
+    monthly_cost_normal: dict
+    on_demand_gpu_hours_exam_day: float
+    on_demand_gpu_hours_normal_day: float
+    sources: dict
+
+    def as_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def _month(reserved_gpu_hours: float, burst_gpu_hours: float, od: float, rho: float,
+           days: int, spot_share: float = 0.0, sigma: float = 1.0) -> dict:
+    """``days`` of a day's reserved and burst GPU-hours, USD by kind and in total."""
+    cost = {"reserved": days * reserved_gpu_hours * od * rho,
+            "on_demand": days * (1.0 - spot_share) * burst_gpu_hours * od,
+            "spot": days * spot_share * burst_gpu_hours * od * sigma}
+    cost["total"] = cost["reserved"] + cost["on_demand"] + cost["spot"]
+    return cost
+
+
+def buy_year(exam_replicas_by_hour, normal_replicas_by_hour, *, exam_days: int,
+             normal_days: int, gpus_per_replica: int, gpu: str, instance_gpus: int | None = None,
+             days_per_month: int = 30, spot_share: float = 0.0) -> YearPlan:
+    """Reserve against the year's curve, rent the rest on demand; price the year and its months.
+
+    The k-th instance runs ``exam_days × h_exam(k) + normal_days × h_normal(k)`` hours a year
+    (:func:`hours_in_service` of each day's instances); it is reserved when that is at least
+    :data:`RESERVED_RATIO` × the year's hours. A month of exam days (``days_per_month`` of them)
+    pays its share of the reservation and its own burst; so does a month of normal days. Instances
+    are ``instance_gpus`` GPUs (default: :func:`instance_gpus_for` the replica); ``spot_share`` of
+    the burst is bought as spot (:func:`price_ratio`).
+    """
+    per = v.check_int("gpus_per_replica", gpus_per_replica, minimum=1, maximum=1024)
+    ed = v.check_int("exam_days", exam_days, minimum=0, maximum=366)
+    nd = v.check_int("normal_days", normal_days, minimum=0, maximum=366 - ed)
+    month = v.check_int("days_per_month", days_per_month, minimum=1, maximum=31)
+    share = v.check_fraction("spot_share", spot_share)
+    g = get_gpu(gpu)
+    shape, shape_src = (instance_gpus_for(g.id, per) if instance_gpus is None else
+                        (v.check_int("instance_gpus", instance_gpus, minimum=1, maximum=1024),
+                         "given"))
+    exam = _instances_by_hour(exam_replicas_by_hour, per, shape, "exam_replicas_by_hour")
+    normal = _instances_by_hour(normal_replicas_by_hour, per, shape, "normal_replicas_by_hour")
+    he, hn = hours_in_service(exam), hours_in_service(normal)
+    n = max(len(he), len(hn))
+    year_hours = [ed * (he[k] if k < len(he) else 0.0) + nd * (hn[k] if k < len(hn) else 0.0)
+                  for k in range(n)]
+    rho = RESERVED_RATIO
+    reserved = sum(1 for x in year_hours if x >= rho * (ed + nd) * HOURS_PER_DAY)
+    od = g.price_per_hour_usd
+    res_day = HOURS_PER_DAY * reserved * shape
+    burst = {name: sum(max(0.0, x - reserved) for x in curve) * shape
+             for name, curve in (("exam", exam), ("normal", normal))}
+    sigma = price_ratio(g.id, "spot")[0]
+    m_exam = _month(res_day, burst["exam"], od, rho, month, share, sigma)
+    m_normal = _month(res_day, burst["normal"], od, rho, month, share, sigma)
+    yearly = _month(res_day, 0.0, od, rho, ed + nd, share, sigma)
+    for name, days in (("exam", ed), ("normal", nd)):
+        part = _month(0.0, burst[name], od, rho, days, share, sigma)
+        yearly["on_demand"] += part["on_demand"]
+        yearly["spot"] += part["spot"]
+    yearly["total"] = yearly["reserved"] + yearly["on_demand"] + yearly["spot"]
+    all_od = (ed * sum(exam) + nd * sum(normal)) * shape * od
+    return YearPlan(shape, reserved, reserved * shape, rho, rho * (ed + nd) * HOURS_PER_DAY,
+                    year_hours, ed, nd, yearly, all_od, m_exam, m_normal, burst["exam"],
+                    burst["normal"], {"on_demand": g.price_source, "reserved": RESERVED_RATIO_SOURCE,
+                                      "instance_shape": shape_src,
+                                      "spot": price_ratio(g.id, "spot")[1]})

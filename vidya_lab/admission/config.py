@@ -93,6 +93,12 @@ class SchedulerConfig:
         rank 0. Default: students 0, uploads 1.
     aging_s : under ``"priority"``, a waiting request moves up one rank per ``aging_s`` seconds
         waited (> 0); ``None``: strict priority (a low class can starve).
+    cached_prefix_tokens : tokens at the start of every prompt that the replica's prefix cache holds
+        (chapter 4: the syllabus and subject prompt a warm replica keeps), rounded down to whole KV
+        blocks. They are held once for everyone (taken from the pool before the run), a prompt
+        prefills only its tokens after them (its chunks still attend to them), and a sequence's
+        own blocks exclude them; a prompt no longer than them still computes its last token.
+        Default 0: no cache, every prompt prefilled in full.
     """
 
     policy: str = "chunked"
@@ -108,8 +114,11 @@ class SchedulerConfig:
     queue_deadline_s: float | None = None
     class_priority: Mapping[str, int] | tuple[tuple[str, int], ...] = DEFAULT_CLASS_PRIORITY
     aging_s: float | None = None
+    cached_prefix_tokens: int = 0
 
     def __post_init__(self) -> None:
+        v.check_int("cached_prefix_tokens", self.cached_prefix_tokens, minimum=0,
+                    maximum=10_000_000)
         v.check_choice("policy", self.policy, POLICIES)
         v.check_choice("kv_policy", self.kv_policy, KV_POLICIES)
         for name in ("chunk_tokens", "max_batch", "max_batched_tokens", "max_queue",

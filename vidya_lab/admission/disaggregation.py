@@ -229,14 +229,17 @@ def colocated_pool(replica: sizing.Replica, rate_per_s: float, isl: int, osl: in
 
 
 def stall_free_budget(replica: sizing.Replica, isl: int, osl: int, tpot_target_s: float,
-                      cached_tokens: int = 0, choices=BUDGET_CHOICES) -> int:
+                      cached_tokens: int = 0, choices=BUDGET_CHOICES,
+                      stall_target_s: float | None = None) -> int:
     """The largest token budget in ``choices`` whose full iteration (at the batch the replica then
-    runs) stays within the TPOT target: no student ever waits longer than the target between two
-    tokens (Sarathi-Serve picks its budget from the latency target the same way). A
-    ``ValueError`` if even the smallest choice exceeds it."""
+    runs, the largest whose mean TPOT meets ``tpot_target_s``) stays within ``stall_target_s``
+    (default the TPOT target): no student ever waits longer than that between two tokens
+    (Sarathi-Serve picks its budget from the latency target the same way; the capstone passes its
+    ITL target). A ``ValueError`` if even the smallest choice exceeds it."""
     sizing._as_replica(replica)
     isl, osl, k = _lengths(isl, osl, cached_tokens)
     tpot = _target("tpot_target_s", tpot_target_s)
+    stall = tpot if stall_target_s is None else _target("stall_target_s", stall_target_s)
     budgets = sorted(v.check_int("choices", c, minimum=2, maximum=MAX_BATCHED_TOKENS)
                      for c in choices)
     if not budgets:
@@ -248,11 +251,11 @@ def stall_free_budget(replica: sizing.Replica, isl: int, osl: int, tpot_target_s
             b = sizing.slo_batch(r, isl, osl, tpot, k)
         except ValueError:
             continue                                # batch 1 misses the target at this budget
-        if b >= 1 and sizing.cycle(r, b, isl, osl, k)["step_mixed_s"] <= tpot:
+        if b >= 1 and sizing.cycle(r, b, isl, osl, k)["step_mixed_s"] <= stall:
             best = c
     if best is None:
         raise ValueError(f"no token budget in {budgets} keeps an iteration within "
-                         f"tpot_target_s = {tpot:g} s on this replica")
+                         f"{stall:g} s on this replica")
     return best
 
 

@@ -104,6 +104,22 @@ class Engine:
             self.choose_prompts = policies.partial_prefills
         else:
             self.choose_prompts = policies.chunked_prefills
+        self.cached = self._prefix_cache(cfg.cached_prefix_tokens)
+
+    def _prefix_cache(self, k: int) -> list[int]:
+        """Each request's cached prefix tokens (whole blocks, below its prompt's last token); the
+        resident prefix is taken from the pool once. All zeros without a cache."""
+        book, b = self.book, self.r.block_tokens
+        if k == 0:
+            return [0] * book.n
+        blocks = k // b
+        if blocks + self.pool.watermark >= self.pool.free:
+            raise ValueError(f"cached_prefix_tokens = {k} does not fit in the KV pool of "
+                             f"{self.pool.total} blocks of {b} tokens")
+        self.pool.free -= blocks
+        cached = [min(blocks * b, (p - 1) // b * b) for p in book.prompt_tokens]
+        book.pdone[:] = cached
+        return cached
 
     # ------------------------------------------------------------------ the loop
     def run(self, env: simpy.Environment):
@@ -217,7 +233,7 @@ class Engine:
         if len(self.running) >= self.max_batch:
             return False
         book = self.book
-        need = self.pool.admission_blocks(book.peff[i], book.rem[i])
+        need = self.pool.admission_blocks(book.peff[i] - self.cached[i], book.rem[i])
         if not self.pool.try_take(need):
             return False
         book.blocks[i] = need
@@ -256,8 +272,8 @@ class Engine:
         """Take ``i`` out of the decode set, freeing its blocks (``kv_tokens`` of context)."""
         self.decoders.leave(i)
         pool = self.pool
-        pool.free += self.book.blocks[i] if pool.reserve else blocks_for(kv_tokens,
-                                                                         pool.block_tokens)
+        pool.free += self.book.blocks[i] if pool.reserve else blocks_for(
+            kv_tokens - self.cached[i], pool.block_tokens)
 
     def finish(self, i: int, t: float) -> None:
         """Request ``i`` emitted its last token at ``t``."""
@@ -281,4 +297,5 @@ class Engine:
             self.pool.free += book.blocks[i]
             self.prefilling.remove(i)
             book.back_to_waiting(i, None)
+        book.pdone[i] = self.cached[i]                 # the prefix stays in the cache
         self.intake.requeue_front(i)

@@ -51,12 +51,12 @@ Picked = list[tuple[int, int]]
 def fcfs_prefills(eng: Engine, now: float) -> Picked:
     """Whole prompts in arrival order, up to ``max_batched_tokens`` in all (at least one)."""
     q = eng.intake.queues[0]
-    peff = eng.book.peff
+    peff, pdone = eng.book.peff, eng.book.pdone
     picked: Picked = []
     tokens = 0
     while q:
         i = q[0]
-        c = peff[i]
+        c = peff[i] - pdone[i]
         if picked and tokens + c > eng.fcfs_budget:
             break
         if not eng.admit(i, now):
@@ -85,7 +85,7 @@ def chunked_prefills(eng: Engine, now: float, budget: int) -> Picked:
         if not eng.admit(i, now):
             break
         q.popleft()
-        c = min(budget, peff[i])
+        c = min(budget, peff[i] - pdone[i])
         picked.append((i, c))
         budget -= c
     return picked
@@ -123,7 +123,7 @@ def partial_prefills(eng: Engine, now: float, budget: int) -> Picked:
             break
         del q[j]
         n_long += is_long
-        c = min(budget, share, peff[i])
+        c = min(budget, share, peff[i] - pdone[i])
         picked.append((i, c))
         budget -= c
     return picked
@@ -180,7 +180,7 @@ def priority_prefills(eng: Engine, now: float, budget: int) -> Picked:
             if not eng.admit(i, now):
                 break
             queues[src].popleft()
-            c = min(budget, peff[i])
+            c = min(budget, peff[i] - pdone[i])
         picked.append((i, c))
         budget -= c
     return picked

@@ -147,6 +147,9 @@ class FleetRun:
     fleet, policy : the inputs.
     beyond_horizon : requests of the workload that arrive at or after ``horizon_s`` and so were not
         simulated (they are not arrivals of this window; counted so none goes missing unseen).
+    longest_gap_s : per request, the longest gap between two of its tokens, seconds (the replica
+        model's stated tail, :meth:`~vidya_lab.autoscaling.ReplicaModel.stall_s`; NaN for a
+        one-token answer or an unfinished request); what an ITL target is judged on.
     """
 
     timelines: slo.Timelines
@@ -163,6 +166,7 @@ class FleetRun:
     fleet: Fleet
     policy: object
     beyond_horizon: int = 0
+    longest_gap_s: np.ndarray | None = None
 
     def counts(self) -> dict[str, int]:
         """``arrived``, ``finished``, ``rejected``, ``in_flight``, ``retried``, ``failures``,
@@ -180,5 +184,6 @@ class FleetRun:
         v.check_instance("target", target, slo.SLO, "slo.SLO")
         ok = np.zeros(self.outcome_codes.size, dtype=bool)
         done = self.outcome_codes >= 0
-        ok[done] = slo.meets_slo(self.timelines, target)
+        gaps = None if self.longest_gap_s is None else self.longest_gap_s[done]
+        ok[done] = slo.meets_slo(self.timelines, target, longest_gap_s=gaps)
         return ok

@@ -52,13 +52,15 @@ MAX_FLUID_HORIZON_S = 30 * SECONDS_PER_DAY
 
 
 def fluid_curve(model: ReplicaModel, ttft_target_s: float = TANVI.ttft_target_s,
-                tpot_target_s: float = TANVI.tpot_target_s) -> dict:
+                tpot_target_s: float = TANVI.tpot_target_s,
+                itl_target_s: float | None = None) -> dict:
     """One replica's behaviour against its steady load, the tables :func:`simulate_fluid` reads.
 
     ``max_rate_per_s``: the largest steady rate the coarse model keeps up with (its
     :meth:`~ReplicaModel.steady_state` exists), requests/s. For each load ``u`` in
     :data:`FLUID_CURVE_UTILISATIONS` (rate ``u × capacity_rps``): ``attainment[u]``, the share of
-    requests within both targets when :func:`~vidya_lab.autoscaling.simulate.simulate_fleet` runs
+    requests within the targets (with ``itl_target_s``, the longest gap too: the replica model's
+    stated tail) when :func:`~vidya_lab.autoscaling.simulate.simulate_fleet` runs
     one replica under :data:`FLUID_CURVE_S` seconds of steady Poisson arrivals (seed 0, 15 s step;
     the fluid model's one random input, measured once per replica model), and ``batch[u]`` and
     ``ttft_s[u]``, the steady state's mean batch (sequences) and mean TTFT (seconds; at loads it
@@ -67,20 +69,22 @@ def fluid_curve(model: ReplicaModel, ttft_target_s: float = TANVI.ttft_target_s,
     v.check_instance("model", model, ReplicaModel, "ReplicaModel (see replica_model)")
     ttft = v.check_real("ttft_target_s", ttft_target_s, minimum=0.0, min_inclusive=False)
     tpot = v.check_real("tpot_target_s", tpot_target_s, minimum=0.0, min_inclusive=False)
+    itl = None if itl_target_s is None else v.check_real("itl_target_s", itl_target_s,
+                                                          minimum=0.0, min_inclusive=False)
     # two models of the same replica and lengths share one curve (it costs ~2 s to measure)
     key = (model.replica, model.prompt_tokens_mean, model.output_tokens_mean, model.slots,
-           model.cached_prefix_tokens, model.tpot_target_s, model.ttft_target_s, ttft, tpot)
+           model.cached_prefix_tokens, model.tpot_target_s, model.ttft_target_s, ttft, tpot, itl)
     if key not in _CURVES:
-        if len(_CURVES) >= 8:
+        if len(_CURVES) >= 16:
             _CURVES.pop(next(iter(_CURVES)))
-        _CURVES[key] = _measured_curve(model, ttft, tpot)
+        _CURVES[key] = _measured_curve(model, slo.SLO(ttft_s=ttft, tpot_s=tpot, itl_s=itl))
     return _CURVES[key]
 
 
 _CURVES: dict[tuple, dict] = {}
 
 
-def _measured_curve(model: ReplicaModel, ttft_target_s: float, tpot_target_s: float) -> dict:
+def _measured_curve(model: ReplicaModel, target: slo.SLO) -> dict:
     from vidya_lab.autoscaling.simulate import simulate_fleet
 
     cap = model.capacity_rps()
@@ -89,7 +93,6 @@ def _measured_curve(model: ReplicaModel, ttft_target_s: float, tpot_target_s: fl
         mid = 0.5 * (lo + hi)
         lo, hi = (mid, hi) if model.steady_state(mid) is not None else (lo, mid)
     u = np.array(FLUID_CURVE_UTILISATIONS, dtype=float)
-    target = slo.SLO(ttft_s=ttft_target_s, tpot_s=tpot_target_s)
     att, batch, ttft = np.ones(u.size), np.zeros(u.size), np.full(u.size, model.overhead_s)
     fleet = Fleet(model, min_replicas=1, max_replicas=1)
     for i, x in enumerate(u):
@@ -299,7 +302,7 @@ def simulate_fluid(day: str | DiurnalProfile, fleet: Fleet, policy, *,
     prof, start, horizon, n_ticks = _check_fluid(day, fleet, policy, horizon_s, start_s)
     target = tutor_slo() if target is None else v.check_instance("target", target, slo.SLO)
     model = fleet.model
-    curve = fluid_curve(model, float(target.ttft_s), float(target.tpot_s))
+    curve = fluid_curve(model, float(target.ttft_s), float(target.tpot_s), target.itl_s)
     cap, mu, dt = model.capacity_rps(), curve["max_rate_per_s"], fleet.interval_s
     arrivals, arrived_by = _expected_arrivals(prof, start, horizon, n_ticks, dt)
     t = np.arange(n_ticks) * dt

@@ -25,6 +25,14 @@ cached blocks are shared by every sequence (as vLLM's automatic prefix caching s
 sequence's own KV is only its uncached tokens, and ``resident_prefix_tokens`` (default: one
 prefix) are held once. The default, 0, counts no cache: today's numbers exactly.
 
+**The inter-token tail.** A mean TPOT hides the gap behind one long iteration. The model states a
+tail (:meth:`ReplicaModel.stall_s`): a step of the fleet's clock in which the replica prefills
+prompts runs, at its longest, one iteration carrying the largest uncached prompt it admitted (as
+many of its tokens as the token budget ``max_batched_tokens`` leaves beside the decodes, the
+engine's chunk), timed between a decode-only iteration and a full budget's
+(``mixed_full_s[n]``); a request's longest gap is the longest such iteration while it decoded.
+``tests/test_autoscaling_replica.py`` checks it against the iteration-level simulator on a window.
+
 :meth:`ReplicaModel.steady_state` is the model's fixed point at a steady rate, and
 :meth:`ReplicaModel.capacity_rps` the one definition of a replica's capacity that every policy's
 utilisation divides by (:func:`vidya_lab.autoscaling.policies.utilisation`).
@@ -77,6 +85,10 @@ class ReplicaModel:
     tpot_target_s, ttft_target_s : the targets :meth:`capacity_rps` is computed for, seconds.
     kv_capacity_tokens : tokens the replica's KV cache holds.
     cached_prefix_tokens : tokens of every prompt found in the prefix cache (0: none counted).
+    mixed_full_s : ``mixed_full_s[n]``: an iteration of ``n`` decodes whose prompt chunk fills the
+        rest of the token budget (``budget_tokens − n`` tokens after the cached prefix), seconds:
+        the longest iteration the engine runs (:meth:`stall_s`).
+    budget_tokens : the token budget of one iteration (the replica's ``max_batched_tokens``).
 
     With pipeline parallelism (pp > 1) prompts are prefilled one after another, not pipelined
     across stages: pessimistic for pp layouts.
@@ -95,6 +107,21 @@ class ReplicaModel:
     ttft_target_s: float
     kv_capacity_tokens: int
     cached_prefix_tokens: int = 0
+    mixed_full_s: np.ndarray | None = None
+    budget_tokens: int = 0
+
+    def stall_s(self, batch, prompt_tokens) -> np.ndarray:
+        """The longest iteration while ``batch`` sequences decode and a prompt of
+        ``prompt_tokens`` (0: none) is prefilled, seconds (vectorised): its uncached tokens, at
+        most the budget beside the decodes, timed linearly between ``decode_s[n]`` and
+        ``mixed_full_s[n]`` (an upper bound: a step time is convex in its tokens)."""
+        n = np.minimum(np.maximum(np.asarray(batch, dtype=np.int64), 0), self.slots)
+        dec = self.decode_s[n]
+        room = np.maximum(self.budget_tokens - n, 1)
+        own = np.maximum(np.asarray(prompt_tokens, dtype=float) - self.cached_prefix_tokens, 0.0)
+        share = np.minimum(own, room) / room
+        full = dec if self.mixed_full_s is None else self.mixed_full_s[n]
+        return np.where(own > 0, dec + share * (full - dec), dec)
 
     @functools.cached_property
     def _grid_gaps(self) -> np.ndarray:
@@ -299,7 +326,20 @@ def replica_model(replica: sizing.Replica, *, prompt_tokens_mean: float = TANVI.
     grid, table, iters = _prefill_tables(r, b, ctx, cached)
     return ReplicaModel(r, float(isl), float(osl), b, decode, grid, table, iters,
                         float(r.calibration.request_overhead_s), tpot, ttft,
-                        int(r.kv_capacity_tokens), cached)
+                        int(r.kv_capacity_tokens), cached, _mixed_full(r, b, ctx, cached),
+                        int(r.max_batched_tokens))
+
+
+def _mixed_full(r: sizing.Replica, slots: int, ctx: float, cached: int) -> np.ndarray:
+    """``[n]``: n decodes of mean context and a prompt chunk filling the rest of the budget."""
+    out = np.zeros(slots + 1)
+    budget = r.max_batched_tokens
+    for n in range(slots + 1):
+        c = max(budget - n, 1)
+        micro = n / r.pp
+        out[n] = r.step_time_s(c, c * cached + c * (c + 1) / 2.0, cached + c, 1, micro,
+                               micro * ctx)
+    return out
 
 
 def smallest_tp(model: str, gpu: str, *, precision: str = "bf16",

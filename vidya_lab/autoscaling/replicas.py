@@ -67,7 +67,9 @@ class Batches:
 
     ``request[r, s]`` (-1: empty), ``tokens_left[r, s]`` (tokens still to come after the first),
     ``counting_from[r, s]`` (the time from which its tokens are counted: its first token, then each
-    step's end), ``freed_at[r, s]`` (when an empty slot became free), ``size[r]`` (sequences).
+    step's end), ``freed_at[r, s]`` (when an empty slot became free), ``longest_gap[r, s]`` (the
+    longest gap between two of its tokens so far, the replica model's stated tail, seconds),
+    ``size[r]`` (sequences).
     """
 
     def __init__(self, rows: int, slots: int) -> None:
@@ -76,6 +78,7 @@ class Batches:
         self.tokens_left = np.zeros((rows, slots))
         self.counting_from = np.zeros((rows, slots))
         self.freed_at = np.zeros((rows, slots))
+        self.longest_gap = np.zeros((rows, slots))
         self.size = np.zeros(rows, dtype=np.int64)
 
     def grow(self, rows: int) -> None:
@@ -83,7 +86,13 @@ class Batches:
         self.tokens_left = _grown(self.tokens_left, rows, 0.0)
         self.counting_from = _grown(self.counting_from, rows, 0.0)
         self.freed_at = _grown(self.freed_at, rows, 0.0)
+        self.longest_gap = _grown(self.longest_gap, rows, 0.0)
         self.size = _grown(self.size, rows, 0)
+
+    def stall(self, hi: int, longest_s: np.ndarray) -> None:
+        """Every sequence of rows ``[:hi]`` waits, in this step, at most ``longest_s[r]`` for a token
+        (:meth:`~vidya_lab.autoscaling.ReplicaModel.stall_s`): its longest gap is at least that."""
+        np.maximum(self.longest_gap[:hi], longest_s[:, None], out=self.longest_gap[:hi])
 
     def evict(self, r: int) -> np.ndarray:
         """Empty replica ``r``'s batch (it failed); returns the requests that were in it."""
@@ -95,8 +104,8 @@ class Batches:
     def decode(self, hi: int, tau: np.ndarray, t1: float):
         """Every sequence of rows ``[:hi]`` gains one token per ``tau[r]`` seconds until ``t1``.
 
-        Returns the rows, the requests and the times of the sequences that finished (their last
-        token); their slots are freed at those times.
+        Returns the requests, the times (their last token) and the longest gaps of the sequences
+        that finished; their slots are freed at those times.
         """
         sub, sf, sr = self.request[:hi], self.counting_from[:hi], self.tokens_left[:hi]
         tok = t1 - sf  # the tokens each gains: max(t1 - sf, 0) / tau, in place
@@ -113,7 +122,7 @@ class Batches:
             sub[ri, ci] = -1
             self.freed_at[ri, ci] = ft
             self.size[:hi] -= np.bincount(ri, minlength=hi)
-            out = (reqs, ft)
+            out = (reqs, ft, self.longest_gap[ri, ci])
         sr -= tok
         np.maximum(sf, t1, out=sf)
         return out
@@ -130,11 +139,14 @@ class Batches:
         row_start = n_free.cumsum() - n_free
         return fc[row_start[upos] + ranks], ftimes[upos, ranks]
 
-    def place(self, rows, slots, reqs, tokens_left, first_token_s, nrows: int) -> None:
-        """Put each admitted request in its slot; its tokens count from its first token."""
+    def place(self, rows, slots, reqs, tokens_left, first_token_s, nrows: int,
+              gap_s=0.0) -> None:
+        """Put each admitted request in its slot; its tokens count from its first token, and its
+        longest gap starts at ``gap_s`` (a retried request's wait since its replica failed)."""
         self.request[rows, slots] = reqs
         self.tokens_left[rows, slots] = tokens_left
         self.counting_from[rows, slots] = first_token_s
+        self.longest_gap[rows, slots] = gap_s
         self.size += np.bincount(rows, minlength=nrows)
 
 
@@ -143,7 +155,8 @@ class PrefillServers:
 
     ``free_at[r]``: when it is next free (seconds). ``busy_s[r, b]`` and ``iterations[r, b]``: the
     prefill seconds and prefill iterations booked into step ``b`` (a ring of ``ring`` steps);
-    a decode iteration runs only in the time the step's prefills leave.
+    a decode iteration runs only in the time the step's prefills leave. ``biggest[r, b]``: the
+    longest prompt (tokens) whose prefill starts in step ``b`` (the stall it may cause).
     """
 
     def __init__(self, rows: int, ring: int) -> None:
@@ -151,15 +164,18 @@ class PrefillServers:
         self.free_at = np.zeros(rows)
         self.busy_s = np.zeros((rows, ring))
         self.iterations = np.zeros((rows, ring))
+        self.biggest = np.zeros((rows, ring))
 
     def grow(self, rows: int) -> None:
         self.free_at = _grown(self.free_at, rows, 0.0)
         self.busy_s = _grown(self.busy_s, rows, 0.0)
         self.iterations = _grown(self.iterations, rows, 0.0)
+        self.biggest = _grown(self.biggest, rows, 0.0)
 
     def clear(self, r: int) -> None:
         self.busy_s[r] = 0.0
         self.iterations[r] = 0.0
+        self.biggest[r] = 0.0
 
     def next_step(self, k: int, dt: float) -> None:
         """Step ``k`` is spent: its prefill seconds beyond ``dt`` carry over to step ``k + 1``."""
@@ -167,15 +183,18 @@ class PrefillServers:
         self.busy_s[:, (k + 1) % self.ring] += np.maximum(self.busy_s[:, kb] - dt, 0.0)
         self.busy_s[:, kb] = 0.0
         self.iterations[:, kb] = 0.0
+        self.biggest[:, kb] = 0.0
 
-    def run(self, rows, upos, ranks, ready, dur, chunks, k: int, dt: float) -> tuple:
+    def run(self, rows, upos, ranks, ready, dur, chunks, k: int, dt: float,
+            tokens=None) -> tuple:
         """Prefill each admitted prompt (grouped by row, in admission order, ``ranks[i]`` its place
         in its row's group, ``upos[i]`` its group's) on its row's server.
 
         Lindley's recurrence, ``start_i = max(ready_i, end_{i-1})``, ``end_i = start_i + dur_i``,
         for all rows at once with a group-wise running maximum; each prefill's seconds and
         iterations are booked into the steps it spans (from step ``k + 1``: this step's batch
-        speeds are already spent). Returns ``(start, end)``, seconds.
+        speeds are already spent); ``tokens`` (each prompt's length) marks the step its prefill
+        starts in with its longest prompt. Returns ``(start, end)``, seconds.
         """
         csum = dur.cumsum()
         first_idx = np.arange(dur.size) - ranks  # where each prompt's row group begins
@@ -189,10 +208,10 @@ class PrefillServers:
         end = c_in + (np.maximum.accumulate(x + grp) - grp)
         start = end - dur
         self.free_at[rows] = end  # the last of each row wins (sorted by row)
-        self._book(rows, start, end, dur, chunks, k, dt)
+        self._book(rows, start, end, dur, chunks, k, dt, tokens)
         return start, end
 
-    def _book(self, rows, start, end, dur, chunks, k: int, dt: float) -> None:
+    def _book(self, rows, start, end, dur, chunks, k: int, dt: float, tokens) -> None:
         ring = self.ring
         b0 = np.maximum(np.floor(start / dt).astype(np.int64), k + 1)
         b1 = np.maximum(np.floor(end / dt).astype(np.int64), k + 1)
@@ -206,6 +225,8 @@ class PrefillServers:
             np.add.at(self.busy_s, (rows[spill], b1c[spill] % ring),
                       np.minimum(end[spill] - cut[spill], dt))
         np.add.at(self.iterations, (rows, b1c % ring), chunks)
+        if tokens is not None:
+            np.maximum.at(self.biggest, (rows, b0c % ring), tokens)
 
 
 class Pool:

@@ -35,26 +35,35 @@ class Requests:
         self.finish_s = np.full(n, np.nan)
         self.outcome = np.full(n, -1, dtype=np.int8)
         self.retries = np.zeros(n, dtype=np.int16)
+        self.longest_gap_s = np.full(n, np.nan)
+        self.stalled_at = np.full(n, np.nan)
         self.ready_s = a.copy()
         self._steps = steps
         self.ready_key = np.arange(n, dtype=np.int64) * (steps + 1) + steps
         self.key_span = (n + 1) * (steps + 1)
 
-    def finish(self, reqs: np.ndarray, t_s: np.ndarray) -> None:
+    def finish(self, reqs: np.ndarray, t_s: np.ndarray, gap_s: np.ndarray) -> None:
+        """Finished at ``t_s`` with ``gap_s`` its longest gap between tokens (none for one token)."""
         self.finish_s[reqs] = t_s
         self.outcome[reqs] = slo.FINISHED
+        self.longest_gap_s[reqs] = np.where(self.output_tokens[reqs] > 1, gap_s, np.nan)
 
     def reject(self, reqs: np.ndarray, t_s) -> None:
         self.outcome[reqs] = slo.REJECTED
         self.finish_s[reqs] = t_s
 
-    def admit(self, reqs: np.ndarray, at_s: np.ndarray, first_token_s: np.ndarray) -> None:
+    def admit(self, reqs: np.ndarray, at_s: np.ndarray, first_token_s: np.ndarray) -> np.ndarray:
         """A retried request keeps its first admission and first token (the student already saw
-        them); its TPOT then includes the retry."""
+        them); its TPOT then includes the retry, and so does its longest gap: returned, per
+        request, the wait since its replica failed (0 for a first admission), seconds."""
+        stalled = self.stalled_at[reqs]
+        gap = np.where(np.isnan(stalled), 0.0, first_token_s - stalled)
+        self.stalled_at[reqs] = np.nan
         self.admitted_s[reqs] = np.where(np.isnan(self.admitted_s[reqs]), at_s,
                                          self.admitted_s[reqs])
         self.first_token_s[reqs] = np.where(np.isnan(self.first_token_s[reqs]), first_token_s,
                                             self.first_token_s[reqs])
+        return gap
 
     def retry_or_reject(self, reqs: np.ndarray, k: int, t0: float, max_retries: int) -> np.ndarray:
         """Requests in flight on a replica that failed at step ``k`` (time ``t0``): those with
@@ -64,6 +73,7 @@ class Requests:
         self.reject(lost, np.maximum(t0, self.arrival_s[lost]))
         back = reqs[again]
         self.retries[back] += 1
+        self.stalled_at[back] = np.where(np.isnan(self.first_token_s[back]), np.nan, t0)
         self.ready_s[back] = t0
         j = int(np.searchsorted(self.arrival_s, t0, side="left"))
         self.ready_key[back] = j * (self._steps + 1) + k

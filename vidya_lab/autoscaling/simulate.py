@@ -12,7 +12,8 @@ each step, in the order the chapter tells it:
    cancels or drains replicas (from the pool first, if there is one);
 4. every batch decodes through the step: each iteration, prefill or decode, gives each sequence one
    token, and decode iterations fill the time the step's prefills leave (the replica model,
-   :mod:`vidya_lab.autoscaling.replica`);
+   :mod:`vidya_lab.autoscaling.replica`); each sequence's longest gap grows to the step's longest
+   iteration (:meth:`~vidya_lab.autoscaling.ReplicaModel.stall_s`);
 5. the step's arrivals join the waiting room; the router sends them to serving replicas; each
    replica takes the heads of its queue into free slots, and its prefill server runs their prompts
    (:mod:`vidya_lab.autoscaling.waiting`, :mod:`vidya_lab.autoscaling.replicas`);
@@ -225,6 +226,7 @@ class _Simulation:
             its = s.prefill.iterations[:hi, kb] + np.where(
                 n_hi > 0, (dt - pbusy) / np.where(td > 0, td, 1.0), 0.0)
             tau = np.where(its > 0, dt / np.maximum(its, 1e-12), np.inf)[:, None]
+            s.batches.stall(hi, self.model.stall_s(n_hi, s.prefill.biggest[:hi, kb]))
             done = s.batches.decode(hi, tau, t1)
             if done is not None:
                 self.req.finish(*done)
@@ -252,9 +254,10 @@ class _Simulation:
         size = s.batches.size[rows]
         dur, chunks = model.prefill(size + ranks, req.prompt_tokens[reqs])  # decodes riding along
         ready = at + model.overhead_s + 0.5 * model.decode_s[size]
-        _, end = s.prefill.run(rows, upos, ranks, ready, dur, chunks, k, self.dt)
-        req.admit(reqs, at, end)
-        s.batches.place(rows, slot, reqs, req.output_tokens[reqs] - 1.0, end, s.rows)
+        _, end = s.prefill.run(rows, upos, ranks, ready, dur, chunks, k, self.dt,
+                               req.prompt_tokens[reqs])
+        gap = req.admit(reqs, at, end)
+        s.batches.place(rows, slot, reqs, req.output_tokens[reqs] - 1.0, end, s.rows, gap)
 
     # ---------------------------------------------------------------- 6. patience
     def turn_away(self, t1: float) -> None:
@@ -284,5 +287,6 @@ class _Simulation:
         r = self.req
         return FleetRun(r.timelines(), r.outcome, r.retries, r.arrival_s, series, self.events,
                         replica_hours * rep.n_gpus, replica_hours * sizing.cost_per_hour_usd(rep),
-                        self.s.start_s, self.dt, horizon, self.fleet, self.policy, beyond)
+                        self.s.start_s, self.dt, horizon, self.fleet, self.policy, beyond,
+                        r.longest_gap_s)
 

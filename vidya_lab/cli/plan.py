@@ -10,13 +10,17 @@ from vidya_lab.cli import UsageError, print_json
 
 def register(sub) -> None:
     from vidya_lab.plan import DAYS, POLICIES
+    from vidya_lab.scenario import ISOLATION_POLICIES
 
     p = sub.add_parser(
         "plan",
         help="plan the GPU fleet for a scenario (default: Tanvi's exam season)",
-        description="Search layouts on every candidate GPU type, size the fleet for the peak, "
-                    "confirm it by simulating the day, and report the GPUs to rent, the monthly "
-                    "cost and the risks. With no options it plans the book's scenario.",
+        description="Search every candidate GPU type, precision and layout for the cheapest plan "
+                    "that meets every constraint (TTFT, TPOT and ITL targets on a day busier than "
+                    "the forecast, the prefix cache a salt per school leaves, losing a node at the "
+                    "peak), and report the GPUs to rent, what to reserve for the year, the cost of "
+                    "an exam month, a normal month and the year, the alternatives and the risks. "
+                    "With no options it plans the book's scenario.",
     )
     p.add_argument("--model", help="model id (default: the scenario's)")
     p.add_argument("--gpus", help="comma-separated GPU ids to consider (default: the scenario's)")
@@ -26,6 +30,12 @@ def register(sub) -> None:
     p.add_argument("--exam-multiplier", type=float, help="exam-season traffic multiplier")
     p.add_argument("--ttft", type=float, help="TTFT target, seconds")
     p.add_argument("--tpot", type=float, help="TPOT target, seconds")
+    p.add_argument("--itl", type=float,
+                   help="ITL target: the longest gap between two tokens, seconds")
+    p.add_argument("--isolation", choices=ISOLATION_POLICIES,
+                   help="how the prefix cache is shared (default: the scenario's, per-school)")
+    p.add_argument("--schools", type=int, help="schools in the district (per-school isolation)")
+    p.add_argument("--exam-weeks", type=int, help="exam weeks in the year the purchase covers")
     p.add_argument("--attainment", type=float, help="attainment target, 0..1")
     p.add_argument("--policy", choices=POLICIES, default="scheduled", help="autoscaling policy")
     p.add_argument("--cold-start-s", type=float, help="cold start, seconds (default: derived)")
@@ -54,6 +64,10 @@ def run(args: argparse.Namespace) -> int:
         "exam_multiplier": args.exam_multiplier,
         "ttft_target_s": args.ttft,
         "tpot_target_s": args.tpot,
+        "itl_target_s": args.itl,
+        "isolation": args.isolation,
+        "schools": args.schools,
+        "exam_weeks_per_year": args.exam_weeks,
         "attainment_target": args.attainment,
     }.items() if val is not None}
     scenario = planner.what_if(**changes)

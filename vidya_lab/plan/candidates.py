@@ -1,14 +1,24 @@
-"""Step 1 of the plan: the cheapest layout of every GPU type and precision at the forecast peak.
+"""Step 1 of the plan: the candidate space — one layout per GPU type and precision, set up as
+the chapters say it must run.
 
-Chapter 3's search (:func:`vidya_lab.layouts.search_layouts`) on each candidate GPU type × precision:
-layouts whose replicas fit in memory (chapter 2) and meet the TTFT and TPOT targets at the peak,
-sized by the cost model. The calculator is fast and a little optimistic (every replica at its best
-batch, no queue, no rush); the simulated day of :mod:`vidya_lab.plan.confirm` has the last word.
+Chapter 3's search (:func:`vidya_lab.layouts.search_layouts`) on each candidate GPU type × precision
+gives the layouts whose replicas fit in memory (chapter 2) and meet the TTFT and TPOT targets at the
+peak, sized by the cost model. :func:`prepare` then sets the cheapest of each up as it will run:
+
+* its **token budget** per iteration: the largest that keeps the fullest iteration within the ITL
+  target (chapter 5's stall-free budget, :func:`~vidya_lab.plan.tail.itl_budget`); a layout with none
+  cannot hold the ITL target and leaves the candidate space, with the reason;
+* its **prefix cache** under the scenario's isolation (chapter 4: a salt per school by default,
+  :func:`~vidya_lab.plan.isolation.prefix_cache`), counted at the replicas its peak needs.
+
+The calculator is fast and a little optimistic (every replica at its best batch, no queue, no rush,
+a steady mean against the target); the simulated days of :mod:`vidya_lab.plan.search` have the last
+word.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from vidya_lab import _validate as v
 from vidya_lab import layouts, sizing, slo
@@ -20,12 +30,20 @@ from vidya_lab.workload import student_day_profile
 
 @dataclass(frozen=True)
 class Candidate:
-    """The cheapest layout of one GPU type and precision at the peak load (chapter 3's search)."""
+    """A layout of one GPU type and precision at the peak load (chapter 3's search), and how it
+    runs: ``budget_tokens`` per iteration (``None``: the engine's default), ``cached_tokens`` of
+    every prompt in its prefix cache with ``resident_prefix_tokens`` held once, and ``cache`` (the
+    isolation's numbers, :func:`~vidya_lab.plan.isolation.prefix_cache`)."""
 
     gpu: str
     precision: str
     layout: layouts.Layout
     calibration: sizing.Calibration | None = None
+    budget_tokens: int | None = None
+    cached_tokens: int = 0
+    resident_prefix_tokens: int | None = None
+    cache: dict | None = None
+    calculator: dict | None = None
 
     def __post_init__(self) -> None:
         get_gpu(v.check_str("gpu", self.gpu))
@@ -34,17 +52,39 @@ class Candidate:
         if self.calibration is not None:
             v.check_instance("calibration", self.calibration, sizing.Calibration,
                              "sizing.Calibration")
+        if self.budget_tokens is not None:
+            v.check_int("budget_tokens", self.budget_tokens, minimum=2, maximum=1 << 20)
+        v.check_int("cached_tokens", self.cached_tokens, minimum=0, maximum=10_000_000)
+        if self.resident_prefix_tokens is not None:
+            v.check_int("resident_prefix_tokens", self.resident_prefix_tokens, minimum=0,
+                        maximum=10**9)
+        for name in ("cache", "calculator"):
+            if getattr(self, name) is not None:
+                v.check_instance(name, getattr(self, name), dict, "dict")
 
     @property
     def cost_per_hour(self) -> float:
-        return self.layout.cost_per_hour
+        """USD an hour of the calculator's peak fleet (the prepared one's, once :func:`prepare`d)."""
+        return self.layout.cost_per_hour if self.calculator is None else \
+            self.calculator["cost_per_hour_usd"]
 
     def replica(self) -> sizing.Replica:
         return sizing.Replica(self.layout.model, self.gpu, tp=self.layout.tp, pp=self.layout.pp,
-                              precision=self.precision, calibration=self.calibration)
+                              precision=self.precision, calibration=self.calibration,
+                              max_batched_tokens=self.budget_tokens)
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return self.layout.tp * self.layout.pp
+
+    @property
+    def label(self) -> str:
+        return f"{self.gpu} {self.precision} TP{self.layout.tp}xPP{self.layout.pp}"
 
     def as_dict(self) -> dict:
-        return {"gpu": self.gpu, "precision": self.precision, **self.layout.as_dict()}
+        """The layout's keys, then how it runs: ``budget_tokens``, ``cached_tokens``."""
+        return {"gpu": self.gpu, "precision": self.precision, **self.layout.as_dict(),
+                "budget_tokens": self.budget_tokens, "cached_tokens": self.cached_tokens}
 
 
 #: Largest traffic factor a day may be scaled by (a hundred times the forecast).
@@ -74,9 +114,10 @@ def day_curve(scenario: Scenario, day: str, traffic_factor: float = 1.0):
 
 
 def target(scenario: Scenario) -> slo.SLO:
-    """The scenario's latency targets."""
+    """The scenario's latency targets: TTFT, TPOT and the longest gap between two tokens (ITL)."""
     v.check_instance("scenario", scenario, Scenario, "scenario.Scenario")
-    return slo.SLO(ttft_s=scenario.ttft_target_s, tpot_s=scenario.tpot_target_s)
+    return slo.SLO(ttft_s=scenario.ttft_target_s, tpot_s=scenario.tpot_target_s,
+                   itl_s=scenario.itl_target_s)
 
 
 def candidates(scenario: Scenario = TANVI, *, gpu_ids=None, precisions=("bf16", "fp8"), day: str = "exam",
@@ -128,3 +169,50 @@ def cheapest_per_gpu(cands: list[Candidate]) -> list[Candidate]:
             seen.add((c.gpu, c.precision))
             out.append(c)
     return out
+
+
+
+def _calculator(c: Candidate, scenario: Scenario, peak: float) -> dict:
+    rep = c.replica()
+    return sizing.gpus_for_peak_load(rep, peak, scenario.prompt_tokens_mean,
+                                     scenario.answer_tokens_mean,
+                                     tpot_slo_s=scenario.tpot_target_s,
+                                     utilisation=layouts.DEFAULT_UTILISATION,
+                                     cached_tokens=c.cached_tokens)
+
+
+def prepare(cand: Candidate, scenario: Scenario = TANVI, *, day: str = "exam",
+            isolation: str | None = None,
+            shared_tokens: int | None = None) -> tuple[Candidate | None, str | None]:
+    """``cand`` set up as it will run (module docstring): ``(candidate, None)``, or ``(None, why)``
+    when no token budget keeps the ITL target or the TPOT target cannot be met.
+
+    The budget is chosen with the shared prefix counted, the fleet sized by the calculator, the
+    isolation's cache counted at that fleet (``isolation``: default the scenario's), and the budget
+    and the calculator's fleet taken again with that cache. ``shared_tokens`` overrides what one
+    shared cache holds (the planner's ``prefix_share``).
+    """
+    from vidya_lab.plan import isolation as iso
+    from vidya_lab.plan.tail import itl_budget
+
+    v.check_instance("cand", cand, Candidate, "plan.Candidate")
+    peak = peak_rps(scenario, day)
+    shared = iso.shared_prefix_tokens(scenario) if shared_tokens is None else shared_tokens
+    c = replace(cand, cached_tokens=shared)
+    calc = None
+    for step in ("shared", "isolated"):
+        budget = itl_budget(c.replica(), scenario, c.cached_tokens)
+        if budget is None:
+            return None, (f"ITL: no token budget keeps an iteration of {c.label} within "
+                          f"{scenario.itl_target_s:.3g} s")
+        c = replace(c, budget_tokens=budget)
+        try:
+            calc = _calculator(c, scenario, peak)
+        except ValueError as e:
+            return None, f"TPOT: {e}"
+        if step == "shared":  # the isolation's cache, counted at the fleet the shared one needs
+            cache = iso.prefix_cache(c.replica(), scenario, replicas=calc["replicas"],
+                                     isolation=isolation, shared_tokens=shared)
+            c = replace(c, cached_tokens=cache["cached_tokens"],
+                        resident_prefix_tokens=cache["resident_prefix_tokens"], cache=cache)
+    return replace(c, calculator=calc), None

@@ -55,8 +55,9 @@ not the mean of per-replica p99s (:func:`mean_of_percentiles`, the pitfall).
 
 Targets
 -------
-An :class:`SLO` holds per-request targets; :func:`attainment` is the fraction of *all* requests that
-meet every one (rejected and timed-out requests miss). Goodput has two senses, named apart:
+An :class:`SLO` holds per-request targets (TTFT, TPOT, end-to-end, and ``itl_s``: the longest gap
+between two tokens a request may see, which a mean TPOT hides); :func:`attainment` is the fraction of
+*all* requests that meet every one (rejected and timed-out requests miss). Goodput has two senses, named apart:
 :func:`goodput_requests_per_s` (vLLM's, a rate of SLO-meeting requests) and
 :func:`max_rate_meeting_slo` (DistServe's, the highest rate that keeps attainment above a target).
 :func:`latency_budget` and :func:`tpot_for_reading_speed` say where targets come from.
@@ -110,6 +111,7 @@ from vidya_lab.slo.intervals import (
 from vidya_lab.slo.metrics import (
     e2e_s,
     itl_s,
+    longest_gap_s,
     queue_wait_s,
     throughput,
     tokens_per_s_per_user,
@@ -141,6 +143,7 @@ __all__ = [
     "e2e_s",
     "tpot_s",
     "itl_s",
+    "longest_gap_s",
     "tokens_per_s_per_user",
     "throughput",
     "PERCENTILES",

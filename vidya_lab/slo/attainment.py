@@ -1,6 +1,7 @@
 """Targets: did each request meet its SLO, what fraction did, and goodput in both of its senses.
 
-An :class:`SLO` holds per-request targets (TTFT, TPOT, end-to-end; ``None`` = no target).
+An :class:`SLO` holds per-request targets (TTFT, TPOT, end-to-end, and the longest inter-token gap,
+ITL; ``None`` = no target).
 :func:`meets_slo` marks which requests meet every target; :func:`attainment` is the fraction of *all*
 requests that do (a rejected or timed-out request counts as missed: a server must not look better
 by turning users away). Goodput has two meanings in the field; vidya-lab names them apart:
@@ -28,16 +29,21 @@ class SLO:
     """Per-request latency targets (seconds); ``None`` = no target on that metric.
 
     A request meets the SLO when it finished and meets every target given: ``TTFT ≤ ttft_s``,
-    ``TPOT ≤ tpot_s`` (vacuously true for a one-token answer, whose TPOT is undefined) and
-    ``end-to-end ≤ e2e_s``.
+    ``TPOT ≤ tpot_s`` (vacuously true for a one-token answer, whose TPOT is undefined),
+    ``end-to-end ≤ e2e_s`` and **every** gap between two of its tokens ``≤ itl_s`` (its longest
+    stall, :func:`~vidya_lab.slo.longest_gap_s`; vacuous with fewer than two emissions). TPOT is a
+    mean over the answer and hides a stall; the ITL target holds every token. Attainment ≥ 0.99 of
+    such an SLO puts the p99 of the per-request longest gaps, and so the p99 of all gaps, within
+    ``itl_s``.
     """
 
     ttft_s: float | None = None
     tpot_s: float | None = None
     e2e_s: float | None = None
+    itl_s: float | None = None
 
     def __post_init__(self) -> None:
-        for name in ("ttft_s", "tpot_s", "e2e_s"):
+        for name in ("ttft_s", "tpot_s", "e2e_s", "itl_s"):
             v = getattr(self, name)
             if v is not None:
                 check_real(name, v, minimum=0.0, min_inclusive=False)
@@ -45,14 +51,23 @@ class SLO:
     @property
     def empty(self) -> bool:
         """True when no target is set (every finished request meets it)."""
-        return self.ttft_s is None and self.tpot_s is None and self.e2e_s is None
+        return (self.ttft_s is None and self.tpot_s is None and self.e2e_s is None
+                and self.itl_s is None)
 
 
-def meets_slo(timelines, slo: SLO) -> np.ndarray:
-    """Boolean per request (all requests, in order): finished and within every target."""
+def meets_slo(timelines, slo: SLO, *, longest_gap_s=None) -> np.ndarray:
+    """Boolean per request (all requests, in order): finished and within every target.
+
+    An ITL target reads each request's longest gap from its token times
+    (:func:`~vidya_lab.slo.longest_gap_s`), or from ``longest_gap_s`` (one value per request,
+    seconds; NaN = no gap) where a coarser simulator states it instead of recording every token;
+    a trace with neither raises ``ValueError``.
+    """
     check_instance("slo", slo, SLO)
     t = as_timelines(timelines)
     ok = t.finished.copy()
+    if slo.itl_s is not None:
+        ok &= _within_gap(t, slo.itl_s, longest_gap_s)
     with np.errstate(invalid="ignore"):
         if slo.ttft_s is not None:
             ok &= (t.first_token_s - t.arrival_s) <= slo.ttft_s
@@ -66,13 +81,31 @@ def meets_slo(timelines, slo: SLO) -> np.ndarray:
     return ok
 
 
-def attainment(timelines, slo: SLO) -> float:
+def _within_gap(t, itl_s: float, longest_gap_s) -> np.ndarray:
+    from vidya_lab.slo.metrics import longest_gap_s as from_tokens
+
+    if longest_gap_s is None:
+        if t.token_times_s is None:
+            raise ValueError("an ITL target needs each request's token times (token_times_s) or "
+                             "its longest gap (longest_gap_s=); this trace has neither")
+        gap = from_tokens(t)
+    else:
+        gap = np.asarray(longest_gap_s, dtype=float)
+        if gap.shape != (len(t),):
+            raise ValueError(f"longest_gap_s must hold one value per request ({len(t)}), got "
+                             f"shape {gap.shape}")
+    with np.errstate(invalid="ignore"):
+        return np.isnan(gap) | (gap <= itl_s)
+
+
+def attainment(timelines, slo: SLO, *, longest_gap_s=None) -> float:
     """SLO attainment: the fraction (0..1) of **all** requests that finished within every target.
 
     Rejected and timed-out requests count as missed (a server must not look better by turning
-    users away). Raises ``ValueError`` for an empty trace.
+    users away). Raises ``ValueError`` for an empty trace. ``longest_gap_s``: as
+    :func:`meets_slo`.
     """
-    ok = meets_slo(timelines, slo)
+    ok = meets_slo(timelines, slo, longest_gap_s=longest_gap_s)
     if ok.size == 0:
         raise ValueError("attainment of an empty trace is undefined")
     return float(np.count_nonzero(ok)) / ok.size

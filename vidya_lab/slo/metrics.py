@@ -11,6 +11,7 @@ TTFT                   ``f − a`` (includes queueing)           :func:`ttft_s`
 end-to-end             ``c − a``                               :func:`e2e_s`
 TPOT                   ``(c − f) / (n − 1)``; NaN for n = 1    :func:`tpot_s`
 ITL                    gaps between distinct emit times        :func:`itl_s`
+longest gap            a request's largest ITL (its stall)     :func:`longest_gap_s`
 tokens/s per user      ``(n − 1) / (c − f) = 1 / TPOT``        :func:`tokens_per_s_per_user`
 throughput             ``Σ n / (max c − min a)``               :func:`throughput`
 =====================  ======================================  ==================================
@@ -85,6 +86,31 @@ def itl_s(timelines) -> np.ndarray:
     finished = t.finished[owner[1:]]
     keep = same_req & finished & (gaps > 0)
     return gaps[keep]
+
+
+def longest_gap_s(timelines) -> np.ndarray:
+    """Each request's longest inter-token gap (seconds), its worst stall: the largest ``t_{i+1} −
+    t_i`` over its distinct emit times (:func:`itl_s`), one value per request **of the trace** (not
+    only the finished ones, so it lines up with :func:`~vidya_lab.slo.meets_slo`); NaN for a
+    request that did not finish or emitted fewer than two distinct times.
+
+    A mean TPOT hides a stall that a reader sees (Agrawal et al., *Metron*, arXiv:2407.07000): a
+    350-token answer at 50 ms a token with one 1.2 s pause still has a TPOT of 53 ms. Needs
+    ``token_times_s``; a trace without them raises ``ValueError``.
+    """
+    t = as_timelines(timelines)
+    if t.token_times_s is None:
+        raise ValueError("longest_gap_s needs per-token emit times (token_times_s); this trace has "
+                         "none")
+    out = np.full(len(t), -np.inf)
+    times = t.token_times_s
+    if times.size >= 2:
+        owner = np.repeat(np.arange(len(t)), np.diff(t.token_offsets))
+        gaps = np.diff(times)
+        keep = (owner[1:] == owner[:-1]) & (gaps > 0)
+        np.maximum.at(out, owner[1:][keep], gaps[keep])
+    out[~np.isfinite(out) | ~t.finished] = np.nan
+    return out
 
 
 def tokens_per_s_per_user(timelines) -> np.ndarray:
