@@ -16,6 +16,7 @@ rounds, so its times are ``[times before a preemption] + [its prefill's token] +
 from __future__ import annotations
 
 import time
+from array import array
 from dataclasses import dataclass
 
 import numpy as np
@@ -174,15 +175,13 @@ def collect(eng, w: Workload, cfg: SchedulerConfig, wall_before: float) -> SimRe
         output_tokens=np.where(fin, w.output_tokens[done], 0).astype(np.int64),
         outcome=outcome[done], klass=w.klass[done], token_times_s=tt, token_offsets=offsets)
     rec = eng.log
-    prefill_seqs = np.asarray(rec.prefill_seqs, dtype=np.int64)
-    decodes = np.asarray(rec.decode_count, dtype=np.int64)
-    log = IterationLog(np.asarray(rec.start, dtype=float), np.asarray(rec.duration, dtype=float),
-                       prefill_seqs + decodes, np.asarray(rec.prefill_tokens, dtype=np.int64),
-                       prefill_seqs, decodes, np.asarray(rec.kv_blocks_used, dtype=np.int64),
-                       np.asarray(rec.waiting, dtype=np.int64),
+    f8, i8 = (lambda a: _column(a, np.float64)), (lambda a: _column(a, np.int64))
+    prefill_seqs, decodes = i8(rec.prefill_seqs), i8(rec.decode_count)
+    log = IterationLog(f8(rec.start), f8(rec.duration), prefill_seqs + decodes,
+                       i8(rec.prefill_tokens), prefill_seqs, decodes, i8(rec.kv_blocks_used),
+                       i8(rec.waiting),
                        np.concatenate([[0], np.cumsum(prefill_seqs)]).astype(np.int64),
-                       np.asarray(rec.chunk_request, dtype=np.int64),
-                       np.asarray(rec.chunk_tokens, dtype=np.int64))
+                       i8(rec.chunk_request), i8(rec.chunk_tokens))
     wall = wall_before + (time.perf_counter() - t0)
     return SimResult(timelines=timelines,
                      reject_reason=np.asarray(book.reason, dtype=object)[done].astype(str),
@@ -191,11 +190,18 @@ def collect(eng, w: Workload, cfg: SchedulerConfig, wall_before: float) -> SimRe
                      kv_blocks_total=eng.pool.total, kv_blocks_free_end=eng.pool.free, config=cfg)
 
 
-def _token_times(book, rounds: list[float], done: np.ndarray, fin: np.ndarray
+def _column(values, dtype) -> np.ndarray:
+    """A numpy column of an ``array`` the engine wrote (shares its memory), or of a list."""
+    if isinstance(values, array):
+        return np.frombuffer(values, dtype=dtype) if len(values) else np.empty(0, dtype=dtype)
+    return np.asarray(values, dtype=dtype)
+
+
+def _token_times(book, rounds, done: np.ndarray, fin: np.ndarray
                  ) -> tuple[np.ndarray, np.ndarray]:
     """Per-token emit times of the requests ``done`` (CSR: flat times, offsets); only finished
     ones (mask ``fin``) have any: [earlier emissions] + [the segment's prefill emission] + rounds."""
-    rounds_a = np.asarray(rounds, dtype=float)
+    rounds_a = _column(rounds, np.float64)
     jrem = np.asarray(book.jrem, dtype=np.int64)[done]
     r0 = np.asarray(book.r0, dtype=np.int64)[done]
     emit0 = np.asarray(book.emit0, dtype=float)[done]
