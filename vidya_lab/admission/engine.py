@@ -93,6 +93,15 @@ class StepRecorder:
         self.prefill_seqs.frombytes(zeros)
         self.decode_count.extend(itertools.repeat(decode_count, steps))
 
+    def chunks(self, steps: int, decode_count: int, request: int, tokens: int) -> None:
+        """The shared columns of ``steps`` steps of ``decode_count`` decodes and one prompt chunk
+        of ``tokens`` tokens of ``request`` each (start, duration, blocks and queue appended)."""
+        self.prefill_tokens.extend(itertools.repeat(tokens, steps))
+        self.prefill_seqs.extend(itertools.repeat(1, steps))
+        self.decode_count.extend(itertools.repeat(decode_count, steps))
+        self.chunk_request.extend(itertools.repeat(request, steps))
+        self.chunk_tokens.extend(itertools.repeat(tokens, steps))
+
 
 class Engine:
     """The state of one run and the loop that advances it (see the module docstring).
@@ -135,6 +144,8 @@ class Engine:
             self.choose_prompts = policies.partial_prefills
         else:
             self.choose_prompts = policies.chunked_prefills
+        # runs of chunk steps (chunk_run): one started prompt takes the whole budget, step after step
+        self.chunk_runs = self.choose_prompts is policies.chunked_prefills and not self.fcfs
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> None:
@@ -155,12 +166,15 @@ class Engine:
                     break                                  # nothing left at all
                 now += wait
                 continue
-            if len(log) >= self.max_steps:
+            if len(log.start) >= self.max_steps:
                 raise StepLimitExceeded(
                     f"the run needs more than {self.max_steps:,} engine steps (the limit, about a "
                     f"minute and a GB); simulate a shorter window or a lower rate")
             if not picked:
                 now = self.decode_run(now, k, n_dec)
+                continue
+            if self.chunk_runs and len(picked) == 1 and self.whole_budget(picked[0], n_dec):
+                now = self.chunk_run(now, k, n_dec, *picked[0])
                 continue
             dur = self.step_duration(picked, n_dec, k)
             log.record(now, dur, picked, n_dec, self.pool.used, intake.n_waiting)
@@ -168,6 +182,8 @@ class Engine:
             self.end_step(now, picked, n_dec, k)
         self.end = now
         intake.take_arrivals(self.horizon if not self.drain else now)
+        self.step_times.clear()                        # the run is over: free the caches
+        self.decode_times.clear()
 
     def decode_run(self, now: float, k: int, n: int) -> float:
         """Decode-only steps from round ``k`` (already planned, its blocks taken) in one go, up to
@@ -184,47 +200,112 @@ class Engine:
         dec, pool, intake, log = self.decoders, self.pool, self.intake, self.log
         rounds, phase, bt = dec.rounds, dec.phase, dec.block_tokens
         last = dec.next_due(k)
-        steps_left = self.max_steps - len(log) if self.run_decodes_ahead() else 1
+        steps_left = self.max_steps - len(log.start) if self.run_decodes_ahead() else 1
         times = self.decode_times.get(n)
         if times is None or len(times) > MAX_CACHED_SHAPES:
             times = self.decode_times[n] = {}
         arrival, n_req = self.book.arrival_s, self.book.n
-        nxt = arrival[intake.next_arrival] if intake.next_arrival < n_req else math.inf
         stop_at = math.inf if self.drain else self.horizon
-        add_start, add_dur = log.start.append, log.duration.append
-        add_used, add_wait, add_round = log.kv_blocks_used.append, log.waiting.append, rounds.append
-        total, free, nw, reserve = pool.total, pool.free, intake.n_waiting, pool.reserve
+        nxt = arrival[intake.next_arrival] if intake.next_arrival < n_req else math.inf
+        event = min(nxt, stop_at)                          # the next boundary that is checked
+        add_dur, add_round = log.duration.append, rounds.append
+        add_used, add_wait = log.kv_blocks_used.append, log.waiting.append
+        if pool.reserve:
+            phase = [0] * bt                               # blocks were reserved at admission
+        total, free, nw = pool.total, pool.free, intake.n_waiting
         ctx, rnd, t, end_round = dec.context_sum(k), k, now, k + steps_left
         while True:                                        # step `rnd`, planned, starts at t
             d = times.get(ctx)
             if d is None:
                 d = times[ctx] = self.step_time_s(0.0, 0.0, 0.0, 0.0, n, ctx)
-            add_start(t)
             add_dur(d)
             add_used(total - free)
             add_wait(nw)
             t += d
             if rnd == last:                                # a sequence finishes: end_step does it
                 pool.free = free
-                log.decodes(rnd - k + 1, n)
+                self._close_run(now, k, rnd - k + 1, n)
                 self.end_step(t, [], n, rnd)
                 return t
             add_round(t)
             rnd += 1
             ctx += n
-            if rnd == end_round or t >= stop_at:
+            if t >= event or rnd == end_round:
+                if rnd == end_round or t >= stop_at or self.arrivals_change_batch(t):
+                    break
+                nxt = arrival[intake.next_arrival] if intake.next_arrival < n_req else math.inf
+                event, nw = min(nxt, stop_at), intake.n_waiting
+            need = phase[(1 - rnd) % bt]
+            if need:
+                if need > free:
+                    break                                  # the plan of round rnd preempts
+                free -= need
+        pool.free = free
+        self._close_run(now, k, rnd - k, n)
+        return t
+
+    def _close_run(self, now: float, k: int, steps: int, n: int) -> None:
+        """The columns a decode run of ``steps`` steps from round ``k`` (at ``now``) shares: each
+        step starts when the round before it ended."""
+        log = self.log
+        log.start.append(now)
+        log.start.extend(self.decoders.rounds[k:k + steps - 1])
+        log.decodes(steps, n)
+
+    def whole_budget(self, chunk: tuple[int, int], n: int) -> bool:
+        """Whether a step's one prompt chunk takes the whole budget and leaves more to prefill
+        (so the next step's plan is the same: the decodes and that prompt's next chunk)."""
+        i, c = chunk
+        return c == self.chunk - n and self.book.peff[i] - self.book.pdone[i] > c
+
+    def chunk_run(self, now: float, k: int, n: int, i: int, c: int) -> float:
+        """Steps of ``n`` decodes and ``c`` tokens of request ``i``'s prompt (the whole budget), from
+        round ``k`` (planned, its blocks taken) in one go; returns the clock after the last one.
+
+        Under ``"chunked"`` with one partial prefill, a started prompt takes the budget before any
+        waiting one, so while it has more than ``c`` tokens left and nothing else changes (the
+        events of :meth:`decode_run`) every step is the same plan, one chunk further on. The step
+        that completes the prompt goes through the ordinary path.
+        """
+        dec, pool, intake, log, book = self.decoders, self.pool, self.intake, self.log, self.book
+        pdone, peff, times = book.pdone, book.peff, self.step_times
+        last = dec.next_due(k) if n else None
+        limit = self.max_steps - len(log.start) if self.run_decodes_ahead() else 1
+        arrival, n_req = book.arrival_s, book.n
+        nxt = arrival[intake.next_arrival] if intake.next_arrival < n_req else math.inf
+        stop_at = math.inf if self.drain else self.horizon
+        rnd, t, steps, ctx = k, now, 0, dec.context_sum(k) if n else 0
+        while True:                                        # step: round rnd and chunk (i, c)
+            pd = pdone[i]
+            d = times.get((((c, pd),), n, ctx))
+            if d is None:
+                d = self.step_duration([(i, c)], n, rnd)
+            log.start.append(t)
+            log.duration.append(d)
+            log.kv_blocks_used.append(pool.total - pool.free)
+            log.waiting.append(intake.n_waiting)
+            steps += 1
+            t += d
+            if n and rnd == last:                          # a sequence finishes: end_step does it
+                log.chunks(steps, n, i, c)
+                self.end_step(t, [(i, c)], n, rnd)
+                return t
+            pdone[i] = pd + c
+            if n:
+                dec.rounds.append(t)
+                rnd += 1
+                ctx += n
+            if steps >= limit or t >= stop_at or peff[i] - pdone[i] <= c:
                 break
             if nxt <= t:
                 if self.arrivals_change_batch(t):
                     break
                 nxt = arrival[intake.next_arrival] if intake.next_arrival < n_req else math.inf
-                nw = intake.n_waiting
-            need = 0 if reserve else phase[(1 - rnd) % bt]
-            if need > free:
+            need = 0 if pool.reserve or not n else dec.blocks_needed(rnd)
+            if need > pool.free:
                 break                                      # the plan of round rnd preempts
-            free -= need
-        pool.free = free
-        log.decodes(rnd - k, n)
+            pool.free -= need
+        log.chunks(steps, n, i, c)
         return t
 
     def run_decodes_ahead(self) -> bool:

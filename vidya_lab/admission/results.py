@@ -177,11 +177,11 @@ def collect(eng, w: Workload, cfg: SchedulerConfig, wall_before: float) -> SimRe
     rec = eng.log
     f8, i8 = (lambda a: _column(a, np.float64)), (lambda a: _column(a, np.int64))
     prefill_seqs, decodes = i8(rec.prefill_seqs), i8(rec.decode_count)
+    chunk_offsets = np.zeros(prefill_seqs.size + 1, dtype=np.int64)
+    np.cumsum(prefill_seqs, out=chunk_offsets[1:])
     log = IterationLog(f8(rec.start), f8(rec.duration), prefill_seqs + decodes,
                        i8(rec.prefill_tokens), prefill_seqs, decodes, i8(rec.kv_blocks_used),
-                       i8(rec.waiting),
-                       np.concatenate([[0], np.cumsum(prefill_seqs)]).astype(np.int64),
-                       i8(rec.chunk_request), i8(rec.chunk_tokens))
+                       i8(rec.waiting), chunk_offsets, i8(rec.chunk_request), i8(rec.chunk_tokens))
     wall = wall_before + (time.perf_counter() - t0)
     return SimResult(timelines=timelines,
                      reject_reason=np.asarray(book.reason, dtype=object)[done].astype(str),
@@ -211,13 +211,12 @@ def _token_times(book, rounds, done: np.ndarray, fin: np.ndarray
     lengths = np.where(fin, pre_len + 1 + jrem, 0)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     tt = np.empty(int(offsets[-1]), dtype=float)
-    if fin.any():
+    if fin.any():   # request by request: no temporary as large as the token times themselves
         fi = np.flatnonzero(fin)
-        tt[offsets[fi] + pre_len[fi]] = emit0[fi]
-        dj = jrem[fi]
-        rep = np.repeat(fi, dj)
-        within = np.arange(rep.size) - np.repeat(np.cumsum(dj) - dj, dj)
-        tt[offsets[rep] + pre_len[rep] + 1 + within] = rounds_a[r0[rep] + within]
+        base = offsets[fi] + pre_len[fi]
+        tt[base] = emit0[fi]
+        for b, k, j in zip(base.tolist(), r0[fi].tolist(), jrem[fi].tolist(), strict=True):
+            tt[b + 1:b + 1 + j] = rounds_a[k:k + j]
         for j in np.flatnonzero(fin & (pre_len > 0)):
             tt[offsets[j]:offsets[j] + pre_len[j]] = pre[done[j]]
     return tt, offsets
