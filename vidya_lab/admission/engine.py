@@ -30,9 +30,7 @@ for every scheduler).
 
 from __future__ import annotations
 
-import itertools
 import math
-from array import array
 
 from vidya_lab import sizing
 from vidya_lab.admission import policies
@@ -40,6 +38,7 @@ from vidya_lab.admission.config import WATERMARK_FRACTION, SchedulerConfig
 from vidya_lab.admission.intake import Intake
 from vidya_lab.admission.memory import DecodeSet, KVPool, blocks_for
 from vidya_lab.admission.requests import DECODE, PREFILL, RequestBook
+from vidya_lab.admission.results import StepRecorder
 from vidya_lab.workload import Workload
 
 #: Most batch shapes whose step time the engine keeps in one cache (emptied past it: a few MB).
@@ -48,59 +47,6 @@ MAX_CACHED_SHAPES = 1 << 16
 
 class StepLimitExceeded(ValueError):
     """A run needed more engine steps than :data:`~vidya_lab.admission.MAX_STEPS` allows."""
-
-
-class StepRecorder:
-    """The iteration log as it is written: one entry per step in compact arrays (8 bytes a value,
-    not a Python object per value; :func:`~vidya_lab.admission.results.collect` reads them without
-    copying)."""
-
-    def __init__(self) -> None:
-        self.start = array("d")
-        self.duration = array("d")
-        self.prefill_tokens = array("q")
-        self.prefill_seqs = array("q")
-        self.decode_count = array("q")
-        self.kv_blocks_used = array("q")
-        self.waiting = array("q")
-        self.chunk_request = array("q")   # every prompt chunk: its request and its tokens
-        self.chunk_tokens = array("q")
-
-    def __len__(self) -> int:
-        return len(self.start)
-
-    def record(self, start: float, duration: float, picked, decode_count: int, blocks_used: int,
-               waiting: int) -> None:
-        """One step: its start and duration (s), its prompt chunks, decodes, blocks and queue."""
-        self.start.append(start)
-        self.duration.append(duration)
-        tokens = 0
-        for i, c in picked:
-            tokens += c
-            self.chunk_request.append(i)
-            self.chunk_tokens.append(c)
-        self.prefill_tokens.append(tokens)
-        self.prefill_seqs.append(len(picked))
-        self.decode_count.append(decode_count)
-        self.kv_blocks_used.append(blocks_used)
-        self.waiting.append(waiting)
-
-    def decodes(self, steps: int, decode_count: int) -> None:
-        """The columns a run of ``steps`` decode-only steps shares (their start, duration, blocks
-        and queue were appended one by one): no prompt work, ``decode_count`` decodes each."""
-        zeros = bytes(8 * steps)
-        self.prefill_tokens.frombytes(zeros)
-        self.prefill_seqs.frombytes(zeros)
-        self.decode_count.extend(itertools.repeat(decode_count, steps))
-
-    def chunks(self, steps: int, decode_count: int, request: int, tokens: int) -> None:
-        """The shared columns of ``steps`` steps of ``decode_count`` decodes and one prompt chunk
-        of ``tokens`` tokens of ``request`` each (start, duration, blocks and queue appended)."""
-        self.prefill_tokens.extend(itertools.repeat(tokens, steps))
-        self.prefill_seqs.extend(itertools.repeat(1, steps))
-        self.decode_count.extend(itertools.repeat(decode_count, steps))
-        self.chunk_request.extend(itertools.repeat(request, steps))
-        self.chunk_tokens.extend(itertools.repeat(tokens, steps))
 
 
 class Engine:
@@ -274,16 +220,18 @@ class Engine:
         arrival, n_req = book.arrival_s, book.n
         nxt = arrival[intake.next_arrival] if intake.next_arrival < n_req else math.inf
         stop_at = math.inf if self.drain else self.horizon
+        add_start, add_dur = log.start.append, log.duration.append
+        add_used, add_wait = log.kv_blocks_used.append, log.waiting.append
         rnd, t, steps, ctx = k, now, 0, dec.context_sum(k) if n else 0
         while True:                                        # step: round rnd and chunk (i, c)
             pd = pdone[i]
             d = times.get((((c, pd),), n, ctx))
             if d is None:
-                d = self.step_duration([(i, c)], n, rnd)
-            log.start.append(t)
-            log.duration.append(d)
-            log.kv_blocks_used.append(pool.total - pool.free)
-            log.waiting.append(intake.n_waiting)
+                d = self.shape_time_s(((c, pd),), n, ctx)
+            add_start(t)
+            add_dur(d)
+            add_used(pool.total - pool.free)
+            add_wait(intake.n_waiting)
             steps += 1
             t += d
             if n and rnd == last:                          # a sequence finishes: end_step does it
@@ -366,8 +314,12 @@ class Engine:
         if self.service is not None:
             return sum(self.service[i] for i, _ in picked)
         pdone = self.book.pdone
-        chunks = tuple((c, pdone[i]) for i, c in picked)
-        ctx = self.decoders.context_sum(k) if n_dec else 0
+        return self.shape_time_s(tuple([(c, pdone[i]) for i, c in picked]), n_dec,
+                                 self.decoders.context_sum(k) if n_dec else 0)
+
+    def shape_time_s(self, chunks: tuple, n_dec: int, ctx: int) -> float:
+        """:meth:`step_time_s` of a step of prompt ``chunks`` (``(tokens, tokens before)`` each),
+        ``n_dec`` decodes and a context sum ``ctx``, from ``step_times`` when it was seen."""
         key = (chunks, n_dec, ctx)
         d = self.step_times.get(key)
         if d is None:

@@ -10,11 +10,12 @@ queue length) for plots. The simulator records; :mod:`vidya_lab.slo` computes ev
 :func:`collect` turns the engine's state into a :class:`SimResult`. Token emit times are rebuilt,
 not stored as they happen: a request's decode tokens are emitted at the ends of consecutive decode
 rounds, so its times are ``[times before a preemption] + [its prefill's token] + rounds[r0 : r0 + j]``
-(:func:`_token_times`).
+(:func:`_token_times`). The engine writes the log as it goes into a :class:`StepRecorder`.
 """
 
 from __future__ import annotations
 
+import itertools
 import time
 from array import array
 from dataclasses import dataclass
@@ -24,6 +25,59 @@ import numpy as np
 from vidya_lab.admission.config import REJECT_REASONS, SchedulerConfig
 from vidya_lab.slo import FINISHED, REJECTED, Timelines, itl_s, summarize
 from vidya_lab.workload import Workload
+
+
+class StepRecorder:
+    """The iteration log as it is written: one entry per step in compact arrays (8 bytes a value,
+    not a Python object per value; :func:`~vidya_lab.admission.results.collect` reads them without
+    copying)."""
+
+    def __init__(self) -> None:
+        self.start = array("d")
+        self.duration = array("d")
+        self.prefill_tokens = array("q")
+        self.prefill_seqs = array("q")
+        self.decode_count = array("q")
+        self.kv_blocks_used = array("q")
+        self.waiting = array("q")
+        self.chunk_request = array("q")   # every prompt chunk: its request and its tokens
+        self.chunk_tokens = array("q")
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    def record(self, start: float, duration: float, picked, decode_count: int, blocks_used: int,
+               waiting: int) -> None:
+        """One step: its start and duration (s), its prompt chunks, decodes, blocks and queue."""
+        self.start.append(start)
+        self.duration.append(duration)
+        tokens = 0
+        for i, c in picked:
+            tokens += c
+            self.chunk_request.append(i)
+            self.chunk_tokens.append(c)
+        self.prefill_tokens.append(tokens)
+        self.prefill_seqs.append(len(picked))
+        self.decode_count.append(decode_count)
+        self.kv_blocks_used.append(blocks_used)
+        self.waiting.append(waiting)
+
+    def decodes(self, steps: int, decode_count: int) -> None:
+        """The columns a run of ``steps`` decode-only steps shares (their start, duration, blocks
+        and queue were appended one by one): no prompt work, ``decode_count`` decodes each."""
+        zeros = bytes(8 * steps)
+        self.prefill_tokens.frombytes(zeros)
+        self.prefill_seqs.frombytes(zeros)
+        self.decode_count.extend(itertools.repeat(decode_count, steps))
+
+    def chunks(self, steps: int, decode_count: int, request: int, tokens: int) -> None:
+        """The shared columns of ``steps`` steps of ``decode_count`` decodes and one prompt chunk
+        of ``tokens`` tokens of ``request`` each (start, duration, blocks and queue appended)."""
+        self.prefill_tokens.extend(itertools.repeat(tokens, steps))
+        self.prefill_seqs.extend(itertools.repeat(1, steps))
+        self.decode_count.extend(itertools.repeat(decode_count, steps))
+        self.chunk_request.extend(itertools.repeat(request, steps))
+        self.chunk_tokens.extend(itertools.repeat(tokens, steps))
 
 
 @dataclass(frozen=True, eq=False)
