@@ -24,7 +24,10 @@ Run: ``.venv/bin/python benchmarks/bench_simulator.py [--record] [--quick]``. In
 4. The figures of issues 7 and 20: one simulated hour of a 70B TP4 H100 replica at 70 % of its
    saturated rate, for each policy (wall seconds, best of 3).
 
-``--quick`` runs each timing once (for a look, not for the record).
+``--quick`` runs each timing once (for a look, not for the record). ``--instructions`` also counts
+the instructions each engine executes on the Vidur workload under valgrind's callgrind (minus those
+of starting Python and building the workload): a ratio no other load on the machine can move, at
+the price of about ten minutes.
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ from __future__ import annotations
 import gc
 import importlib.util
 import os
+import re
+import shutil
+import subprocess
 import sys
 import time
 import tracemalloc
@@ -122,6 +128,40 @@ def vidur_side_by_side(repeats: int) -> dict:
     return out
 
 
+def _one_run(label: str, engine: str) -> None:
+    """One run of ``engine`` ("fast", "reference" or "none": only the set-up) for callgrind."""
+    r, w = vidur_workload()
+    cfg = VIDUR_CONFIGS[label]
+    if engine == "fast":
+        admission.simulate(r, w, cfg)
+    elif engine == "reference":
+        reference_simulate(r, w, cfg, w.duration_s + 1.0, True)
+
+
+def _instructions(label: str, engine: str) -> int:
+    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+           __file__, "--one", label, engine]
+    out = subprocess.run(cmd, capture_output=True, text=True).stderr
+    return int(re.search(r"Collected : (\d+)", out).group(1))
+
+
+def instruction_ratios() -> dict:
+    """Instructions of each engine on the Vidur workload (callgrind), and the ratio to Vidur."""
+    if shutil.which("valgrind") is None:
+        print("  (valgrind is not installed: no instruction counts)")
+        return {}
+    base = _instructions("fcfs", "none")
+    out = {}
+    for label in VIDUR_CONFIGS:
+        fast = _instructions(label, "fast") - base
+        old = _instructions(label, "reference") - base
+        times = RECORDED_TIMES_VIDUR[label] * old / fast
+        print(f"  {label:8s} instructions: {fast / 1e9:.2f} G (before issue 28 {old / 1e9:.2f} G): "
+              f"{old / fast:.2f}x fewer, {times:.0f}x Vidur")
+        out[f"x Vidur by instruction counts (callgrind), {label}, Vidur workload (x)"] = times
+    return out
+
+
 def memory_per_request() -> dict:
     r, w = vidur_workload()
     out = {}
@@ -189,6 +229,8 @@ def main(argv: list[str] | None = None) -> dict:
     argv = sys.argv[1:] if argv is None else argv
     repeats = 1 if "--quick" in argv else 3
     figures = vidur_side_by_side(repeats)
+    if "--instructions" in argv:
+        figures.update(instruction_ratios())
     figures.update(memory_per_request())
     figures.update(fleet_day())
     figures.update(simulated_hour(repeats))
@@ -203,6 +245,9 @@ GOALS = [("x Vidur", ">=", VIDUR_GOAL, "x"),
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--one"]:
+        _one_run(sys.argv[2], sys.argv[3])
+        sys.exit(0)
     result = main()
     if "--record" in sys.argv[1:]:
         sys.path.insert(0, str(ROOT / "benchmarks"))
