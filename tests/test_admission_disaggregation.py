@@ -137,6 +137,31 @@ def test_a_tight_tpot_target_is_where_disaggregation_pays_without_a_cache():
     assert w["pays"] and w["disaggregated"]["gpus"] < w["colocated_stall_free"]["gpus"]
 
 
+def test_every_pool_is_planned_at_the_same_utilisation():
+    """At utilisation u the colocated replicas and the decode pool carry u of their capacity:
+    ceil(rate / (u * capacity)) replicas; the prefill pool (sized by its TTFT tail) is unchanged."""
+    args = (R, TANVI.exam_peak_rps, ISL, OSL, TANVI.ttft_target_s, TANVI.tpot_target_s, CACHED)
+    full, planned = ad.when_it_pays(*args), ad.when_it_pays(*args, utilisation=0.8)
+    for key in ("colocated", "colocated_stall_free"):
+        cap = planned[key]["capacity_rps"]
+        assert cap == pytest.approx(full[key]["capacity_rps"])
+        assert planned[key]["replicas"] == math.ceil(TANVI.exam_peak_rps / (0.8 * cap))
+    d, f = planned["disaggregated"], full["disaggregated"]
+    assert d["decode_replicas"] == math.ceil(TANVI.exam_peak_rps / (0.8 * d["decode"]["capacity_rps"]))
+    assert d["prefill_replicas"] == f["prefill_replicas"]
+    # chapter 5's lesson at the book's planning utilisation: with the syllabus cached,
+    # colocated replicas at the stall-free budget need fewer GPUs than the split pools
+    assert planned["colocated_stall_free"]["gpus"] < d["gpus"] and not planned["pays"]
+    rows = ad.tpot_sweep(R, TANVI.exam_peak_rps, ISL, OSL, TANVI.ttft_target_s,
+                         [TANVI.tpot_target_s], CACHED, utilisation=0.8)
+    assert rows[0]["stall_free_gpus"] == planned["colocated_stall_free"]["gpus"]
+    assert rows[0]["disaggregated_gpus"] == d["gpus"]
+    with pytest.raises(ValueError, match="utilisation"):
+        ad.colocated_pool(R, 1.0, ISL, OSL, 0.1, utilisation=0.0)
+    with pytest.raises(ValueError, match="utilisation"):
+        ad.disaggregated(R, R, 1.0, ISL, OSL, 2.0, 0.1, utilisation=1.5)
+
+
 @settings(max_examples=25, deadline=None)
 @given(st.floats(0.5, 200.0), st.floats(1.01, 3.0))
 def test_more_traffic_never_needs_fewer_replicas(rate, factor):

@@ -153,6 +153,35 @@ def test_duration_for_precision_by_hand():
     assert bench.duration_for_precision(600.0, 0.0, 1.0, 0.05) == 0.0
 
 
+def test_assured_duration_pads_by_the_chi_square_factor():
+    # ten batches, 90 % assurance: (b - 1) / chi2_{0.10, 9} = 9 / 4.16816 = 2.1592
+    plain = bench.duration_for_precision(600.0, 0.1, 1.0, 0.05)
+    assured = bench.duration_for_precision(600.0, 0.1, 1.0, 0.05, batches=10, assurance=0.9)
+    assert assured / plain == pytest.approx(9 / 4.16816, rel=1e-5)
+    # more assurance, or fewer batches to estimate the spread from, ask for a longer run
+    assert bench.duration_for_precision(600.0, 0.1, 1.0, 0.05, batches=10, assurance=0.99) > assured
+    assert bench.duration_for_precision(600.0, 0.1, 1.0, 0.05, batches=30, assurance=0.9) < assured
+    with pytest.raises(ValueError, match="batches"):
+        bench.duration_for_precision(600.0, 0.1, 1.0, 0.05, batches=4)
+    with pytest.raises(ValueError, match="assurance"):
+        bench.duration_for_precision(600.0, 0.1, 1.0, 0.05, batches=10, assurance=1.0)
+
+
+def test_assured_duration_is_long_enough_in_the_stated_share_of_pilots():
+    """Pilots whose b batch statistics are normal with spread sigma: the half-width each pilot
+    reports is t * s / sqrt(b); the run it asks for reaches the wanted half-width (at the true
+    sigma) in about `assurance` of pilots, and the unpadded rule in about 44 % (P(chi2_9 > 9))."""
+    rng = np.random.default_rng(7)
+    b, sigma, wanted, pilot_s = 10, 0.05, 0.02, 3600.0
+    t = slo.student_t_quantile(0.975, b - 1)
+    s = rng.normal(0.0, sigma, size=(20_000, b)).std(axis=1, ddof=1)
+    true_hw_at = lambda length: t * sigma / np.sqrt(b) * np.sqrt(pilot_s / length)  # noqa: E731
+    for kwargs, share in (({"batches": b, "assurance": 0.9}, 0.9), ({}, 0.437)):
+        lengths = np.array([bench.duration_for_precision(pilot_s, t * x / np.sqrt(b), 1.0, wanted,
+                                                         **kwargs) for x in s[:4000]])
+        assert np.mean(true_hw_at(lengths) <= wanted) == pytest.approx(share, abs=0.025)
+
+
 @pytest.mark.parametrize("args, name", [
     ((0.0, 0.1, 1.0, 0.05), "pilot_duration_s"), ((600.0, -0.1, 1.0, 0.05), "half_width_s"),
     ((600.0, 0.1, 0.0, 0.05), "estimate_s"), ((600.0, 0.1, 1.0, 0.0), "rel_half_width"),

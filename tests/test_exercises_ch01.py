@@ -27,6 +27,16 @@ def test_answers_computed_by_hand_from_the_traces():
     assert judge(get_exercise("1.5"), float(met.sum() / len(o))).right
 
 
+def test_benchmark_length_by_hand_is_padded_for_the_pilots_own_spread():
+    g = {"pilot_seed": 5, "rel_half_width": 0.05}
+    iv = ch01.pilot_intervals(5)
+    plain = 2.0 * (iv.batch_means_half_width / (0.05 * iv.estimate)) ** 2   # a two-hour pilot
+    # ten batches: 9 / chi2_{0.10, 9} = 9 / 4.16816 (any chi-square table)
+    assert judge(get_exercise("1.9"), plain * 9 / 4.16816, g).right
+    unpadded = judge(get_exercise("1.9"), plain, g)
+    assert not unpadded.right and "assurance" in unpadded.message
+
+
 def test_units_and_percent_slips_are_caught():
     assert "1000" in judge(get_exercise("1.2"), key1._tpot_example({"busy_seed": 101}) * 1000).message
     assert "percentage" in judge(get_exercise("1.5"), key1._attainment({"overload_seed": 303}) * 100).message

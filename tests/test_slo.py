@@ -343,6 +343,22 @@ def test_student_t_quantiles_match_the_tables():
         slo.student_t_quantile(0.975, 3)
 
 
+def test_chi_square_quantiles_match_the_tables():
+    # lower and upper critical values of any chi-square table (4 to 6 significant figures)
+    for (p, dof), want in {(0.005, 4): 0.20699, (0.025, 4): 0.48442, (0.975, 4): 11.1433,
+                           (0.995, 4): 14.8603, (0.05, 9): 3.32511, (0.10, 9): 4.16816,
+                           (0.95, 9): 16.9190, (0.995, 9): 23.5894, (0.5, 1): 0.454936,
+                           (0.05, 29): 17.7084, (0.95, 100): 124.342}.items():
+        assert slo.chi_square_quantile(p, dof) == pytest.approx(want, rel=2e-5)
+    # with two degrees of freedom the distribution is exponential: P(X <= x) = 1 - exp(-x/2)
+    for p in (0.01, 0.3, 0.9, 0.999):
+        assert slo.chi_square_quantile(p, 2) == pytest.approx(-2 * np.log1p(-p), rel=1e-8)
+    with pytest.raises(ValueError, match="dof"):
+        slo.chi_square_quantile(0.5, 0)
+    with pytest.raises(ValueError, match="p must be"):
+        slo.chi_square_quantile(1.0, 9)
+
+
 # ----------------------------------------------------------------------------- boundaries (issue 16)
 
 def test_percentiles_of_huge_values_cannot_overflow():

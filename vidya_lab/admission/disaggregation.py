@@ -60,6 +60,10 @@ def _rate(rate_per_s) -> float:
                         maximum=MAX_RATE_PER_S)
 
 
+def _utilisation(value) -> float:
+    return v.check_real("utilisation", value, minimum=0.05, maximum=1.0)
+
+
 def _target(name: str, value) -> float:
     return v.check_real(name, value, minimum=0.0, min_inclusive=False, maximum=3600.0)
 
@@ -184,11 +188,14 @@ def _with_budget(replica: sizing.Replica, budget: int) -> sizing.Replica:
 
 
 def colocated_pool(replica: sizing.Replica, rate_per_s: float, isl: int, osl: int,
-                   tpot_target_s: float, cached_tokens: int = 0) -> dict:
+                   tpot_target_s: float, cached_tokens: int = 0, *,
+                   utilisation: float = 1.0) -> dict:
     """Colocated replicas (chunked prefill in the replica's token budget) carrying ``rate_per_s``.
 
     Each replica runs at the book's capacity (:func:`vidya_lab.sizing.capacity_rps`: the largest
-    batch whose steady mean TPOT meets the target); ``replicas = ceil(λ / capacity)``. Returns
+    batch whose steady mean TPOT meets the target); ``replicas = ceil(λ / (utilisation ×
+    capacity))``, ``utilisation`` being the share of capacity in use at ``rate_per_s`` (1: every
+    replica at capacity, no room for a burst; the book plans at ``layouts.DEFAULT_UTILISATION``). Returns
     ``replicas``, ``batch``, ``capacity_rps``, ``budget`` (tokens per iteration), ``longest_gap_s``
     (an iteration whose budget is full of prompt chunks: the wait between two tokens of every
     decoding student while prompts are waiting), ``ttft_floor_s`` (a prompt's first token on a
@@ -199,13 +206,14 @@ def colocated_pool(replica: sizing.Replica, rate_per_s: float, isl: int, osl: in
     lam = _rate(rate_per_s)
     isl, osl, k = _lengths(isl, osl, cached_tokens)
     tpot = _target("tpot_target_s", tpot_target_s)
+    u = _utilisation(utilisation)
     b = sizing.slo_batch(replica, isl, osl, tpot, k)
     if b < 1:
         raise ValueError(f"no sequence of {isl + osl} tokens fits on {replica.n_gpus} x "
                          f"{replica.gpu.id}")
     cyc = sizing.cycle(replica, b, isl, osl, k)
     capacity = cyc["output_tokens_per_s"] / osl
-    replicas = math.ceil(lam / capacity)
+    replicas = math.ceil(lam / (u * capacity))
     chunk = max(1, int(replica.max_batched_tokens - cyc["batch"]))
     ctx = isl + osl / 2.0
     ttft, done = replica.calibration.request_overhead_s, k
@@ -252,11 +260,13 @@ def disaggregated(prefill_replica: sizing.Replica, decode_replica: sizing.Replic
                   rate_per_s: float, isl: int, osl: int, ttft_target_s: float,
                   tpot_target_s: float, cached_tokens: int = 0,
                   link: str | catalog.Link = "infiniband-ndr", percentile: float = 99.0,
-                  prefix_on_decode: bool = True) -> dict:
+                  prefix_on_decode: bool = True, utilisation: float = 1.0) -> dict:
     """A prefill pool and a decode pool, each sized for its target (module docstring).
 
     ``prefix_on_decode``: the decode replicas hold the cached prefix themselves, so only the
-    ``isl − cached`` uncached tokens' KV is sent (False: the whole prompt's). Returns ``prefill``
+    ``isl − cached`` uncached tokens' KV is sent (False: the whole prompt's). ``utilisation``: the
+    decode pool's share of its capacity in use at ``rate_per_s``, as in :func:`colocated_pool` (the
+    prefill pool is sized by its own TTFT tail, which already leaves it headroom). Returns ``prefill``
     (:func:`prefill_pool`), ``decode`` (:func:`decode_pool`), ``prefill_replicas``,
     ``decode_replicas``, ``gpus``, ``cost_per_hour_usd``, ``transfer_tokens``,
     ``transfer_bytes`` (the whole replica's KV of those tokens), ``transfer_s`` and
@@ -270,7 +280,7 @@ def disaggregated(prefill_replica: sizing.Replica, decode_replica: sizing.Replic
     xfer = kv_transfer_s(prefill_replica, sent, link)
     dec = decode_pool(decode_replica, isl, osl, tpot_target_s, k, xfer)
     pre = prefill_pool(prefill_replica, lam, isl, ttft_target_s, k, percentile)
-    n_dec = math.ceil(lam / dec["capacity_rps"])
+    n_dec = math.ceil(lam / (_utilisation(utilisation) * dec["capacity_rps"]))
     gpus = pre["replicas"] * prefill_replica.n_gpus + n_dec * decode_replica.n_gpus
     cost = (sizing.cost_per_hour_usd(prefill_replica, pre["replicas"])
             + sizing.cost_per_hour_usd(decode_replica, n_dec))
@@ -284,22 +294,26 @@ def disaggregated(prefill_replica: sizing.Replica, decode_replica: sizing.Replic
 def when_it_pays(replica: sizing.Replica, rate_per_s: float, isl: int, osl: int,
                  ttft_target_s: float, tpot_target_s: float, cached_tokens: int = 0, *,
                  link: str | catalog.Link = "infiniband-ndr",
-                 decode_replica: sizing.Replica | None = None, percentile: float = 99.0) -> dict:
+                 decode_replica: sizing.Replica | None = None, percentile: float = 99.0,
+                 utilisation: float = 1.0) -> dict:
     """Colocated (the engine's budget, and the :func:`stall_free_budget`) against disaggregated.
 
     Returns ``colocated`` and ``colocated_stall_free`` (:func:`colocated_pool`; the second also has
     ``budget``), ``disaggregated`` (:func:`disaggregated`, prefill on ``replica``, decode on
     ``decode_replica`` or ``replica``), ``saving_per_hour_usd`` (stall-free colocated minus
-    disaggregated: both keep every gap within the TPOT target) and ``pays`` (saving > 0).
+    disaggregated: both keep every gap within the TPOT target) and ``pays`` (saving > 0). Every
+    pool runs at the same ``utilisation`` of its capacity (:func:`colocated_pool`), so the
+    comparison is on one footing.
     """
     sizing._as_replica(replica)
-    colo = colocated_pool(replica, rate_per_s, isl, osl, tpot_target_s, cached_tokens)
+    colo = colocated_pool(replica, rate_per_s, isl, osl, tpot_target_s, cached_tokens,
+                          utilisation=utilisation)
     budget = stall_free_budget(replica, isl, osl, tpot_target_s, cached_tokens)
     tuned = colocated_pool(_with_budget(replica, budget), rate_per_s, isl, osl, tpot_target_s,
-                           cached_tokens)
+                           cached_tokens, utilisation=utilisation)
     dis = disaggregated(replica, replica if decode_replica is None else decode_replica,
                         rate_per_s, isl, osl, ttft_target_s, tpot_target_s, cached_tokens,
-                        link=link, percentile=percentile)
+                        link=link, percentile=percentile, utilisation=utilisation)
     saving = tuned["cost_per_hour_usd"] - dis["cost_per_hour_usd"]
     return {"colocated": colo, "colocated_stall_free": tuned, "disaggregated": dis,
             "saving_per_hour_usd": saving, "pays": saving > 0}
@@ -314,23 +328,27 @@ def _gpus_or_none(f, *args, **kwargs):
 
 def tpot_sweep(replica: sizing.Replica, rate_per_s: float, isl: int, osl: int,
                ttft_target_s: float, tpot_targets_s, cached_tokens: int = 0, *,
-               link: str | catalog.Link = "infiniband-ndr") -> list[dict]:
+               link: str | catalog.Link = "infiniband-ndr",
+               utilisation: float = 1.0) -> list[dict]:
     """GPUs each deployment needs at each TPOT target (for the chapter's "when it pays" figure).
 
     One row per target: ``tpot_target_s``, ``colocated_gpus`` (the engine's budget),
     ``stall_free_gpus`` and ``stall_free_budget``, ``disaggregated_gpus``, ``prefill_gpus`` and
-    ``decode_gpus``; ``None`` where that deployment cannot meet the target.
+    ``decode_gpus``; ``None`` where that deployment cannot meet the target. Every pool at
+    ``utilisation`` of its capacity (:func:`when_it_pays`).
     """
     sizing._as_replica(replica)
     targets = v.check_reals("tpot_targets_s", tpot_targets_s, minimum=1e-4, max_length=200)
     rows = []
     for t in targets.tolist():
-        colo = _gpus_or_none(colocated_pool, replica, rate_per_s, isl, osl, t, cached_tokens)
+        colo = _gpus_or_none(colocated_pool, replica, rate_per_s, isl, osl, t, cached_tokens,
+                             utilisation=utilisation)
         budget = _gpus_or_none(stall_free_budget, replica, isl, osl, t, cached_tokens)
         tuned = None if budget is None else colocated_pool(
-            _with_budget(replica, budget), rate_per_s, isl, osl, t, cached_tokens)
+            _with_budget(replica, budget), rate_per_s, isl, osl, t, cached_tokens,
+            utilisation=utilisation)
         dis = _gpus_or_none(disaggregated, replica, replica, rate_per_s, isl, osl, ttft_target_s,
-                            t, cached_tokens, link=link)
+                            t, cached_tokens, link=link, utilisation=utilisation)
         rows.append({
             "tpot_target_s": t, "colocated_gpus": None if colo is None else colo["gpus"],
             "stall_free_budget": budget, "stall_free_gpus": None if tuned is None else tuned["gpus"],

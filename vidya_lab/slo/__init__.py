@@ -104,6 +104,7 @@ from vidya_lab.slo.intervals import (
     BatchMeansCI,
     batch_means_ci,
     bootstrap_percentile_ci,
+    chi_square_quantile,
     student_t_quantile,
 )
 from vidya_lab.slo.metrics import (
@@ -148,6 +149,7 @@ __all__ = [
     "bootstrap_percentile_ci",
     "batch_means_ci",
     "BatchMeansCI",
+    "chi_square_quantile",
     "student_t_quantile",
     "pooled_percentile",
     "mean_of_percentiles",

@@ -97,10 +97,18 @@ def _llmperf_tpot(g, gaps: int = -1, start: str = "ttft_s") -> float:
 
 # ----------------------------------------------------------------------------- 1.9
 
-def _hours(g, half_width: str = "batch_means", power: float = 2.0) -> float:
+#: The assurance chapter 1 sizes a benchmark's length with (bench.duration_for_precision).
+ASSURANCE = 0.9
+
+
+def _hours(g, half_width: str = "batch_means", power: float = 2.0, assured: bool = True) -> float:
     iv = pilot_intervals(g["pilot_seed"])
     h = iv.batch_means_half_width if half_width == "batch_means" else iv.bootstrap_half_width
-    return PILOT_DURATION_S / 3600 * (h / (g["rel_half_width"] * iv.estimate)) ** power
+    hours = PILOT_DURATION_S / 3600 * (h / (g["rel_half_width"] * iv.estimate)) ** power
+    if not assured:
+        return hours
+    b = iv.batch_means.batches               # the pilot's spread comes from b batch statistics
+    return hours * (b - 1) / slo.chi_square_quantile(1.0 - ASSURANCE, b - 1)
 
 
 PILOT = {k: GIVENS[k] for k in ("pilot_seed", "rel_half_width")}
@@ -265,12 +273,17 @@ EXERCISES = [
     ),
     Exercise(
         id="1.9",
-        prompt="hours of benchmark for a p99 TTFT interval of ± rel_half_width, from your pilot",
+        prompt="hours of benchmark for a p99 TTFT interval of ± rel_half_width with 90 % assurance, "
+               "from your pilot",
         answer=_hours,
         givens=PILOT,
         unit="hours",
         rel_tol=0.02,
         mistakes=(
+            Mistake(lambda g: _hours(g, assured=False),
+                    "that length trusts the pilot's half-width as exact; it comes from 10 batches "
+                    "and understates the spread more often than not: multiply by "
+                    "(b - 1) / chi-square_{0.1, b - 1} for 90 % assurance"),
             Mistake(lambda g: _hours(g, half_width="bootstrap"),
                     "you used the bootstrap half-width: it treats the pilot's requests as "
                     "independent, which queued requests are not, and promises far too short a run"),
@@ -279,8 +292,8 @@ EXERCISES = [
             Mistake(lambda g: _hours(g) * 3600 / PILOT_DURATION_S,
                     "the pilot ran two hours: multiply the squared ratio by the pilot's length"),
         ),
-        hint="length = pilot length × (half-width ÷ (rel_half_width × p99))², in hours; use the "
-             "batch-means half-width",
+        hint="length = pilot length × (half-width ÷ (rel_half_width × p99))² × (b − 1) ÷ "
+             "χ²_{0.1, b−1}, in hours; use the batch-means half-width",
         level="design",
     ),
 ]
