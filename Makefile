@@ -42,10 +42,14 @@ book: $(VENV)/.book-deps $(JS_ASSETS) lite-assets
 	$(BIN)/jupyter-book build . $(BOOK_FLAGS)
 	@echo "The book: $(CURDIR)/_build/html/index.html"
 
+# The suite runs on every core (pytest-xdist; at most 4 workers): each test file on one worker, the
+# files that read the book build together (tests/conftest.py), so the book is built once. pytest
+# prints its 30 slowest tests at the end (benchmarks/bench_build.py records them).
+PYTEST_WORKERS ?= -n auto --maxprocesses=4 --dist loadgroup
 test: $(VENV)/.test-deps $(JS_ASSETS) lite-assets
 	$(BIN)/python tools/stale_cache.py
 	$(BIN)/ruff check vidya_lab tests benchmarks tools
-	$(BIN)/pytest
+	$(BIN)/pytest $(PYTEST_WORKERS) --durations=30
 
 # Every public callable and sub-command under adversarial input (tests/test_boundaries_fuzz.py),
 # the long profile: random examples, many more of them (`make test` runs a small fixed set).

@@ -1,5 +1,12 @@
 """Shared fixtures: the strict book build (built once per session) and a real Chromium.
 
+`make test` runs the suite on the machine's cores with pytest-xdist (``-n auto --dist
+loadgroup``): :func:`pytest_collection_modifyitems` keeps each file's tests on one worker (its
+module fixtures are built once) and every file that reads the book build on the same one, so the
+book is built once per run however many workers there are (and `built_book` holds a file lock
+while it builds, in case another worker ever asks too). Without ``-n`` everything runs in one
+process, as before.
+
 `built_book` builds the book exactly as CI does (`jupyter-book build . -W -n --keep-going` from the
 repository root with the .venv's jupyter-book) and returns the Path of `_build/html`; a failed build
 fails every test that asks for it, with the end of the build log.
@@ -10,6 +17,7 @@ browser tests skip with a message saying how to enable them; with CI=true they f
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import http.server
 import os
@@ -34,6 +42,18 @@ ENABLE_BROWSER_HELP = (
 
 def in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
+
+
+#: The test files that read the strict book build (`built_book`): one xdist worker runs them all.
+BOOK_FILES = frozenset({"test_book.py", "test_browser.py", "test_lite.py", "test_lite_browser.py"})
+
+
+def pytest_collection_modifyitems(config, items):
+    """Group the tests for pytest-xdist's ``--dist loadgroup`` (see the module docstring): by file,
+    and the files of :data:`BOOK_FILES` together. Harmless without xdist."""
+    for item in items:
+        name = item.path.name
+        item.add_marker(pytest.mark.xdist_group("the book build" if name in BOOK_FILES else name))
 
 
 def venv_tool(name: str) -> str:
@@ -91,6 +111,15 @@ def built_book() -> Path:
     cmd = [venv_tool("jupyter-book"), "build", ".", "-W", "-n", "--keep-going"]
     log = ROOT / "_build" / "test-build.log"
     log.parent.mkdir(exist_ok=True)
+    with open(ROOT / "_build" / ".test-build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)       # one build at a time, whichever worker asks
+        try:
+            return _build(cmd, log)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _build(cmd: list[str], log: Path) -> Path:
     try:
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
                               timeout=BUILD_TIMEOUT_S)

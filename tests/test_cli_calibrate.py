@@ -90,7 +90,9 @@ COMMANDS = {
                 "--max-gpus-per-replica", "2"],
     "simulate": ["simulate", "--model", MODEL, "--gpu", GPU, "--rate", "5", "--isl", "500",
                  "--osl", "100", "--duration", "10"],
-    "autoscale": ["autoscale", "--model", MODEL, "--gpu", GPU, "--tp", "1", "--dt-s", "60"],
+    # an ordinary day (a tenth of an exam day's requests): the capacity it reports is the same
+    "autoscale": ["autoscale", "--model", MODEL, "--gpu", GPU, "--tp", "1", "--dt-s", "60",
+                  "--day", "normal"],
 }
 
 

@@ -114,6 +114,24 @@ def test_fixed_and_empirical_lengths():
         wl.EmpiricalLength(())
 
 
+def test_arrivals_are_sorted_whatever_order_they_come_in():
+    """make_workload sorts its arrivals (and skips the sort only when they are already in order):
+    a shuffled copy gives the same workload, and the caller's array is never modified."""
+    from vidya_lab.workload.arrivals import sorted_copy
+
+    arrivals = wl.poisson_arrivals(3.0, 100.0, seed=4)
+    shuffled = np.random.default_rng(4).permutation(arrivals)
+    kept = shuffled.copy()
+    w = wl.make_workload(shuffled, prompt_tokens=wl.FixedLength(50),
+                         output_tokens=wl.FixedLength(5), seed=0)
+    assert np.array_equal(w.arrival_s, arrivals)
+    assert np.array_equal(shuffled, kept)
+    assert np.array_equal(sorted_copy(shuffled), arrivals)
+    already = sorted_copy(arrivals)
+    assert np.array_equal(already, arrivals) and already is not arrivals
+    assert not np.shares_memory(already, arrivals)
+
+
 def test_make_workload_shared_prefix_and_classes():
     arrivals = wl.poisson_arrivals(10.0, 1000.0, seed=0)
     w = wl.make_workload(arrivals, prompt_tokens=wl.FixedLength(50),

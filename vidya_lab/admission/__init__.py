@@ -1,8 +1,8 @@
-"""The replica simulator: one serving replica, one engine iteration at a time (simpy).
+"""The replica simulator: one serving replica, one engine iteration at a time.
 
 Chapter 5 asks why one teacher's 50-page upload froze every student's answer, and what a scheduler
 can do about it. This package answers with a discrete-event model of ONE replica at **iteration
-level**, the way vLLM's and Sarathi-Serve's schedulers work: each engine step is one simpy event; its
+level**, the way vLLM's and Sarathi-Serve's schedulers work: each engine step is one event; its
 duration is THE cost model, :meth:`vidya_lab.sizing.Replica.step_time_s` fed with
 :func:`vidya_lab.sizing.prefill_work` aggregates (nothing here re-derives a step time).
 
@@ -53,7 +53,9 @@ micro-batches an engine keeps in flight to fill the pipeline are not modelled, s
 understated for ``pp > 1`` (:func:`vidya_lab.sizing.saturated_throughput` assumes ``pp``
 micro-batches in flight). Speed: bookkeeping is aggregate (the decode set is a count, a context sum
 and a block-phase histogram; finishing times are bucketed by round), so a step costs the same whether
-2 or 200 sequences decode; see ``benchmarks/bench_simulator.py``.
+2 or 200 sequences decode; a run of decode-only steps goes in one go up to the next event that
+changes the batch, with step times cached by batch shape (bit-identical to one step at a time); see
+``benchmarks/bench_simulator.py``.
 
 Read the code (in this order)
 -----------------------------

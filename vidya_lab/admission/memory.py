@@ -16,12 +16,15 @@ The decoding set is kept as aggregates, so a step costs the same whether 2 or 20
 a count, the sum of their context offsets (``context of i at round k = off[i] + k``), a histogram of
 offsets modulo ``B`` (the sequences whose context crosses a block boundary at round ``k`` are those
 with ``off ≡ 1 − k (mod B)``, :meth:`DecodeSet.blocks_needed`), and, per decode round, the sequences
-that emit their last token in it (:meth:`DecodeSet.finishing`).
+that emit their last token in it (:meth:`DecodeSet.finishing`), with a heap of those rounds so the
+engine knows how many rounds it may run before the next finish (:meth:`DecodeSet.next_due`).
 """
 
 from __future__ import annotations
 
+import heapq
 import math
+from array import array
 
 from vidya_lab import sizing
 
@@ -84,7 +87,9 @@ class DecodeSet:
     phase : ``phase[x]`` = decoders with offset ≡ ``x`` (mod B).
     off : each request's offset while it decodes.
     buckets : decode round → ``[(request, epoch)]`` that emit their last token in it.
-    rounds : the end time of every decode round so far, seconds.
+    due : a heap of the rounds that have a bucket (entries of emptied buckets are dropped lazily).
+    rounds : the end time of every decode round so far, seconds (a compact ``array('d')``: 8 bytes
+        a round; every decode token's emit time is one of these).
     """
 
     def __init__(self, n_requests: int, block_tokens: int) -> None:
@@ -94,7 +99,8 @@ class DecodeSet:
         self.phase = [0] * block_tokens
         self.off = [0] * n_requests
         self.buckets: dict[int, list[tuple[int, int]]] = {}
-        self.rounds: list[float] = []
+        self.due: list[int] = []
+        self.rounds = array("d")
 
     def join(self, i: int, offset: int, last_round: int, epoch: int) -> None:
         """Request ``i`` starts decoding with context ``offset + k`` at round ``k``, and emits its
@@ -103,7 +109,12 @@ class DecodeSet:
         self.n += 1
         self.off_sum += offset
         self.phase[offset % self.block_tokens] += 1
-        self.buckets.setdefault(last_round, []).append((i, epoch))
+        bucket = self.buckets.get(last_round)
+        if bucket is None:
+            self.buckets[last_round] = [(i, epoch)]
+            heapq.heappush(self.due, last_round)
+        else:
+            bucket.append((i, epoch))
 
     def leave(self, i: int) -> None:
         """Request ``i`` stops decoding (finished or preempted)."""
@@ -123,3 +134,11 @@ class DecodeSet:
     def finishing(self, k: int) -> list[tuple[int, int]]:
         """The ``(request, epoch)`` entries whose last token is due in round ``k`` (removed)."""
         return self.buckets.pop(k, ())
+
+    def next_due(self, k: int) -> int | None:
+        """The first round ``≥ k`` in which some entry emits its last token (it may be a stale
+        entry of a preempted request), ``None`` if there is none."""
+        due, buckets = self.due, self.buckets
+        while due and (due[0] < k or due[0] not in buckets):
+            heapq.heappop(due)
+        return due[0] if due else None

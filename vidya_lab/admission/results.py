@@ -10,12 +10,14 @@ queue length) for plots. The simulator records; :mod:`vidya_lab.slo` computes ev
 :func:`collect` turns the engine's state into a :class:`SimResult`. Token emit times are rebuilt,
 not stored as they happen: a request's decode tokens are emitted at the ends of consecutive decode
 rounds, so its times are ``[times before a preemption] + [its prefill's token] + rounds[r0 : r0 + j]``
-(:func:`_token_times`).
+(:func:`_token_times`). The engine writes the log as it goes into a :class:`StepRecorder`.
 """
 
 from __future__ import annotations
 
+import itertools
 import time
+from array import array
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +25,59 @@ import numpy as np
 from vidya_lab.admission.config import REJECT_REASONS, SchedulerConfig
 from vidya_lab.slo import FINISHED, REJECTED, Timelines, itl_s, summarize
 from vidya_lab.workload import Workload
+
+
+class StepRecorder:
+    """The iteration log as it is written: one entry per step in compact arrays (8 bytes a value,
+    not a Python object per value; :func:`~vidya_lab.admission.results.collect` reads them without
+    copying)."""
+
+    def __init__(self) -> None:
+        self.start = array("d")
+        self.duration = array("d")
+        self.prefill_tokens = array("q")
+        self.prefill_seqs = array("q")
+        self.decode_count = array("q")
+        self.kv_blocks_used = array("q")
+        self.waiting = array("q")
+        self.chunk_request = array("q")   # every prompt chunk: its request and its tokens
+        self.chunk_tokens = array("q")
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    def record(self, start: float, duration: float, picked, decode_count: int, blocks_used: int,
+               waiting: int) -> None:
+        """One step: its start and duration (s), its prompt chunks, decodes, blocks and queue."""
+        self.start.append(start)
+        self.duration.append(duration)
+        tokens = 0
+        for i, c in picked:
+            tokens += c
+            self.chunk_request.append(i)
+            self.chunk_tokens.append(c)
+        self.prefill_tokens.append(tokens)
+        self.prefill_seqs.append(len(picked))
+        self.decode_count.append(decode_count)
+        self.kv_blocks_used.append(blocks_used)
+        self.waiting.append(waiting)
+
+    def decodes(self, steps: int, decode_count: int) -> None:
+        """The columns a run of ``steps`` decode-only steps shares (their start, duration, blocks
+        and queue were appended one by one): no prompt work, ``decode_count`` decodes each."""
+        zeros = bytes(8 * steps)
+        self.prefill_tokens.frombytes(zeros)
+        self.prefill_seqs.frombytes(zeros)
+        self.decode_count.extend(itertools.repeat(decode_count, steps))
+
+    def chunks(self, steps: int, decode_count: int, request: int, tokens: int) -> None:
+        """The shared columns of ``steps`` steps of ``decode_count`` decodes and one prompt chunk
+        of ``tokens`` tokens of ``request`` each (start, duration, blocks and queue appended)."""
+        self.prefill_tokens.extend(itertools.repeat(tokens, steps))
+        self.prefill_seqs.extend(itertools.repeat(1, steps))
+        self.decode_count.extend(itertools.repeat(decode_count, steps))
+        self.chunk_request.extend(itertools.repeat(request, steps))
+        self.chunk_tokens.extend(itertools.repeat(tokens, steps))
 
 
 @dataclass(frozen=True, eq=False)
@@ -174,15 +229,13 @@ def collect(eng, w: Workload, cfg: SchedulerConfig, wall_before: float) -> SimRe
         output_tokens=np.where(fin, w.output_tokens[done], 0).astype(np.int64),
         outcome=outcome[done], klass=w.klass[done], token_times_s=tt, token_offsets=offsets)
     rec = eng.log
-    prefill_seqs = np.asarray(rec.prefill_seqs, dtype=np.int64)
-    decodes = np.asarray(rec.decode_count, dtype=np.int64)
-    log = IterationLog(np.asarray(rec.start, dtype=float), np.asarray(rec.duration, dtype=float),
-                       prefill_seqs + decodes, np.asarray(rec.prefill_tokens, dtype=np.int64),
-                       prefill_seqs, decodes, np.asarray(rec.kv_blocks_used, dtype=np.int64),
-                       np.asarray(rec.waiting, dtype=np.int64),
-                       np.concatenate([[0], np.cumsum(prefill_seqs)]).astype(np.int64),
-                       np.asarray(rec.chunk_request, dtype=np.int64),
-                       np.asarray(rec.chunk_tokens, dtype=np.int64))
+    f8, i8 = (lambda a: _column(a, np.float64)), (lambda a: _column(a, np.int64))
+    prefill_seqs, decodes = i8(rec.prefill_seqs), i8(rec.decode_count)
+    chunk_offsets = np.zeros(prefill_seqs.size + 1, dtype=np.int64)
+    np.cumsum(prefill_seqs, out=chunk_offsets[1:])
+    log = IterationLog(f8(rec.start), f8(rec.duration), prefill_seqs + decodes,
+                       i8(rec.prefill_tokens), prefill_seqs, decodes, i8(rec.kv_blocks_used),
+                       i8(rec.waiting), chunk_offsets, i8(rec.chunk_request), i8(rec.chunk_tokens))
     wall = wall_before + (time.perf_counter() - t0)
     return SimResult(timelines=timelines,
                      reject_reason=np.asarray(book.reason, dtype=object)[done].astype(str),
@@ -191,11 +244,18 @@ def collect(eng, w: Workload, cfg: SchedulerConfig, wall_before: float) -> SimRe
                      kv_blocks_total=eng.pool.total, kv_blocks_free_end=eng.pool.free, config=cfg)
 
 
-def _token_times(book, rounds: list[float], done: np.ndarray, fin: np.ndarray
+def _column(values, dtype) -> np.ndarray:
+    """A numpy column of an ``array`` the engine wrote (shares its memory), or of a list."""
+    if isinstance(values, array):
+        return np.frombuffer(values, dtype=dtype) if len(values) else np.empty(0, dtype=dtype)
+    return np.asarray(values, dtype=dtype)
+
+
+def _token_times(book, rounds, done: np.ndarray, fin: np.ndarray
                  ) -> tuple[np.ndarray, np.ndarray]:
     """Per-token emit times of the requests ``done`` (CSR: flat times, offsets); only finished
     ones (mask ``fin``) have any: [earlier emissions] + [the segment's prefill emission] + rounds."""
-    rounds_a = np.asarray(rounds, dtype=float)
+    rounds_a = _column(rounds, np.float64)
     jrem = np.asarray(book.jrem, dtype=np.int64)[done]
     r0 = np.asarray(book.r0, dtype=np.int64)[done]
     emit0 = np.asarray(book.emit0, dtype=float)[done]
@@ -205,13 +265,12 @@ def _token_times(book, rounds: list[float], done: np.ndarray, fin: np.ndarray
     lengths = np.where(fin, pre_len + 1 + jrem, 0)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     tt = np.empty(int(offsets[-1]), dtype=float)
-    if fin.any():
+    if fin.any():   # request by request: no temporary as large as the token times themselves
         fi = np.flatnonzero(fin)
-        tt[offsets[fi] + pre_len[fi]] = emit0[fi]
-        dj = jrem[fi]
-        rep = np.repeat(fi, dj)
-        within = np.arange(rep.size) - np.repeat(np.cumsum(dj) - dj, dj)
-        tt[offsets[rep] + pre_len[rep] + 1 + within] = rounds_a[r0[rep] + within]
+        base = offsets[fi] + pre_len[fi]
+        tt[base] = emit0[fi]
+        for b, k, j in zip(base.tolist(), r0[fi].tolist(), jrem[fi].tolist(), strict=True):
+            tt[b + 1:b + 1 + j] = rounds_a[k:k + j]
         for j in np.flatnonzero(fin & (pre_len > 0)):
             tt[offsets[j]:offsets[j] + pre_len[j]] = pre[done[j]]
     return tt, offsets

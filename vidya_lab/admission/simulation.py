@@ -1,4 +1,4 @@
-"""Run the replica: check the inputs and the size of the work, then let simpy drive the engine.
+"""Run the replica: check the inputs and the size of the work, then run the engine's loop.
 
 :func:`simulate` is the one entry point. Before any work it checks the replica, the workload and
 the config, and refuses a run that would exceed this machine's budget (about a minute and a GB or
@@ -20,7 +20,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import simpy
 
 from vidya_lab import _validate as v
 from vidya_lab import sizing
@@ -53,7 +52,7 @@ def max_request_tokens(replica: sizing.Replica, config: SchedulerConfig | None =
 def simulate(replica: sizing.Replica, workload: Workload, config: SchedulerConfig | None = None,
              *, duration_s: float | None = None, drain: bool = True,
              service_time_s=None) -> SimResult:
-    """Simulate one replica serving a workload, one engine iteration per simpy event.
+    """Simulate one replica serving a workload, one engine iteration at a time.
 
     Parameters
     ----------
@@ -94,9 +93,7 @@ def simulate(replica: sizing.Replica, workload: Workload, config: SchedulerConfi
     _check_size(w, cfg, replica)
     start = time.perf_counter()
     eng = Engine(replica, w, cfg, horizon, drain, service, MAX_STEPS)
-    env = simpy.Environment()
-    env.process(eng.run(env))
-    env.run()
+    eng.run()
     return collect(eng, w, cfg, time.perf_counter() - start)
 
 

@@ -29,10 +29,37 @@ def _cold(cold_start) -> tuple[ColdStart, float | None]:
     return ColdStart(), v.check_real("cold_start", cold_start, minimum=0.0, maximum=MAX_START_S)
 
 
+#: The last few days' requests drawn by :func:`_day_requests`, by (day, seed, start, duration).
+_DRAWN: dict = {}
+_DRAWN_MAX = 2
+
+
+def _day_requests(prof, seed, start: float, dur: float) -> Workload:
+    """:func:`~vidya_lab.autoscaling.day.day_workload`, drawn once for the same day and seed: a
+    chapter or a plan that runs several policies or failures over one day (a second of work and
+    100 MB each time) shares one draw. The shared workload's arrays are read-only."""
+    try:
+        key = (prof, seed, start, dur) if type(seed) is int else None
+        hash(key)
+    except TypeError:
+        key = None
+    if key is not None and key in _DRAWN:
+        return _DRAWN[key]
+    w = day_workload(prof, seed=seed, start_s=start, duration_s=dur)
+    if key is not None:
+        for col in (w.arrival_s, w.prompt_tokens, w.output_tokens, w.prefix_id, w.prefix_tokens,
+                    w.klass):
+            col.setflags(write=False)
+        while len(_DRAWN) >= _DRAWN_MAX:
+            _DRAWN.pop(next(iter(_DRAWN)))
+        _DRAWN[key] = w
+    return w
+
+
 def _fleet_day(prof, fleet, pol, workload, seed, dt_s, start, dur, init, target):
     """The day at the fleet fidelity: the run, its hours and its summary."""
     if workload is None:
-        workload = day_workload(prof, seed=seed, start_s=start, duration_s=dur)
+        workload = _day_requests(prof, seed, start, dur)
     v.check_instance("workload", workload, Workload, "vidya_lab.workload.Workload")
     run = simulate_fleet(workload, fleet, pol, seed=seed, dt_s=dt_s, horizon_s=start + dur,
                          initial_replicas=init)

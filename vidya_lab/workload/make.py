@@ -14,6 +14,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from vidya_lab._validate import check_fraction, check_instance, check_int, check_real, check_reals
+from vidya_lab.workload.arrivals import sorted_copy
 from vidya_lab.workload.lengths import LognormalLength, _LengthDist
 from vidya_lab.workload.requests import Workload
 from vidya_lab.workload.seeding import MAX_ARRIVALS, as_rng
@@ -59,7 +60,7 @@ def make_workload(arrival_s, *, prompt_tokens: _LengthDist, output_tokens: _Leng
     if not isinstance(prompt_tokens, _LengthDist) or not isinstance(output_tokens, _LengthDist):
         raise TypeError("prompt_tokens and output_tokens must be length distributions "
                         "(FixedLength, LognormalLength or EmpiricalLength)")
-    arr = np.sort(check_reals("arrival_s", arrival_s, minimum=0.0, max_length=MAX_ARRIVALS))
+    arr = sorted_copy(check_reals("arrival_s", arrival_s, minimum=0.0, max_length=MAX_ARRIVALS))
     n = arr.size
     rng = as_rng(seed)
     prefix_len = check_int("shared_prefix_tokens", shared_prefix_tokens, minimum=0)
