@@ -84,8 +84,8 @@ def test_same_seed_same_json(capsys):
     (["--tp", "1"], "leaves no KV cache memory"),                     # 70B bf16 on one H100
     (["--isl", "5000000"], "a request of 5000000 + 100 tokens needs more KV cache"),
 ])
-def test_a_layout_where_no_request_fits_fails_with_exit_1(capsys, extra, message):
-    assert main(BASE + extra + ["--json"]) == 1
+def test_a_layout_where_no_request_fits_is_refused_with_exit_2(capsys, extra, message):
+    assert main(BASE + extra + ["--json"]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""                                          # no empty result printed
     assert "no request fits" in captured.err and message in captured.err

@@ -52,7 +52,9 @@ def saturated_throughput_with_cache(r: sizing.Replica, isl: int, osl: int, cache
     isl + osl/2 tokens: the steady cycle of :func:`vidya_lab.sizing.cycle` with only the uncached
     prefill (the one saturation model). With no cache it equals
     ``sizing.saturated_throughput``. Returns ``batch``, ``step_s``, ``output_tokens_per_s``,
-    ``cache_blocks``, ``limited_by``.
+    ``cache_blocks``, ``limited_by``. A replica whose weights do not fit, or whose KV memory (after
+    the cache) holds not one sequence of isl + osl tokens, is a ``ValueError`` naming ``r`` (not an
+    infinite step time).
 
     ``share_blocks=False`` (running sequences each hold their own copy of the prefix) and
     ``skip_cached_prefill=False`` (the prefix is prefilled anyway) switch one effect off at a time,
@@ -71,9 +73,14 @@ def saturated_throughput_with_cache(r: sizing.Replica, isl: int, osl: int, cache
         k_held = 0
     kv_limit = conc["sequences_with"]
     batch = min(kv_limit, r.max_num_seqs)
-    if batch < 1 or not r.weights_fit:
-        return {"batch": 0, "step_s": math.inf, "output_tokens_per_s": 0.0,
-                "cache_blocks": conc["cache_blocks"], "limited_by": "memory"}
+    where = f"{r.model.id} on tp={r.tp} x pp={r.pp} {r.gpu.id} ({r.precision})"
+    if not r.weights_fit:
+        raise ValueError(f"r: the weights of {where} do not fit in its memory, so it serves nothing; "
+                         "choose more GPUs per replica or a lower precision")
+    if batch < 1:
+        why = (f"cache_bytes={cache_bytes:g} leaves" if conc["cache_blocks"] else f"{where} has")
+        raise ValueError(f"r: {why} no KV room for one sequence of isl + osl = {isl + osl} tokens; "
+                         "choose a smaller cache, shorter requests or more GPUs per replica")
     cyc = sizing.cycle(r, batch, isl, osl, cached_tokens=k_held)
     limited = ("token budget" if cyc["budget_limited"]
                else "memory" if kv_limit < r.max_num_seqs else "engine cap")
@@ -95,7 +102,11 @@ def break_even_cache_bytes(r: sizing.Replica, isl: int, osl: int, cached_tokens:
     base = saturated_throughput_with_cache(r, isl, osl)["output_tokens_per_s"]
 
     def ok(c: float) -> bool:
-        return saturated_throughput_with_cache(r, isl, osl, c, cached_tokens)["output_tokens_per_s"] >= base
+        try:
+            got = saturated_throughput_with_cache(r, isl, osl, c, cached_tokens)
+        except ValueError:                     # a cache this large leaves room for no sequence
+            return False
+        return got["output_tokens_per_s"] >= base
 
     lo, hi = 0.0, r.kv_budget_bytes
     if ok(hi):

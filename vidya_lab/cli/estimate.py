@@ -13,6 +13,7 @@ import argparse
 import vidya_lab.cli._calibration as calibration_option
 from vidya_lab import sizing
 from vidya_lab.cli import RunFailed, print_json
+from vidya_lab.cli._precision import check_supported
 
 
 def register(subparsers) -> None:
@@ -38,6 +39,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    check_supported("--precision", args.precision, args.gpu)
     est = sizing.estimate(args.model, args.gpu, gpus=args.gpus, tp=args.tp, pp=args.pp,
                           precision=args.precision, kv_precision=args.kv_precision, isl=args.isl,
                           osl=args.osl, batch=args.batch, memory_rule=args.memory_rule,

@@ -17,6 +17,7 @@ import vidya_lab.cli._calibration as calibration_option
 from vidya_lab import layouts, sizing
 from vidya_lab.catalog import LINKS
 from vidya_lab.cli import print_json
+from vidya_lab.cli._precision import check_supported
 from vidya_lab.scenario import TANVI
 
 
@@ -60,6 +61,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    check_supported("--precision", args.precision, args.gpu)
     cal = calibration_option.load(args)
     ranked = layouts.search_layouts(
         args.model, args.gpu, peak_rps=args.peak_rps, isl=args.isl, osl=args.osl,

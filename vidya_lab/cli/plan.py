@@ -6,6 +6,7 @@ import argparse
 
 import vidya_lab.cli._calibration as calibration_option
 from vidya_lab.cli import UsageError, print_json
+from vidya_lab.cli._precision import check_supported
 
 
 def register(sub) -> None:
@@ -75,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
     precisions = tuple(x.strip() for x in args.precisions.split(",") if x.strip())
     if not precisions:
         raise UsageError("--precisions must name at least one precision, e.g. bf16,fp8")
+    check_supported("--precisions", precisions, gpu_ids or scenario.candidate_gpu_ids)
     if args.figure:  # checked before the work, not after it
         report.check_figure_path("--figure", args.figure)
     cal = calibration_option.load(args)

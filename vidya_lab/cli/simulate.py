@@ -8,8 +8,9 @@ one upload of N tokens at a given time. The replica starts no step after SECONDS
 finishes everything first); what is still queued or running is reported as in flight.
 
 A layout on which no request of ISL + OSL tokens can ever be admitted (its KV pool is smaller, or
-there is no KV memory at all) is a failed run: one line on stderr saying so, exit status 1, and no
-result printed.
+there is no KV memory at all) is refused before the run: one line on stderr saying so, exit status 2
+(a choice the user can fix), and no result printed. So is ``--precision fp4`` on a GPU without fp4
+units.
 
 JSON keys: ``arrived``, ``finished``, ``rejected``, ``in_flight`` (arrived = finished + rejected +
 in_flight); ``ttft_s``, ``tpot_s``, ``e2e_s`` (p50/p90/p95/p99/mean, seconds, finished requests);
@@ -26,6 +27,7 @@ import argparse
 import vidya_lab.cli._calibration as calibration_option
 from vidya_lab import admission, sizing
 from vidya_lab.cli import RunFailed, UsageError, print_json
+from vidya_lab.cli._precision import check_supported
 
 
 def register(subparsers) -> None:
@@ -74,6 +76,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    check_supported("--precision", args.precision, args.gpu)
     if (args.upload_tokens is None) != (args.upload_at is None):
         raise UsageError("--upload-tokens and --upload-at go together: give both or neither")
     r = sizing.Replica(args.model, args.gpu, tp=args.tp, pp=args.pp, precision=args.precision,
@@ -125,13 +128,14 @@ def run(args) -> int:
 
 
 def _check_requests_fit(r: sizing.Replica, cfg: admission.SchedulerConfig, args) -> None:
-    """A layout where no request of ``isl + osl`` tokens can ever be admitted is a failed run."""
+    """A layout where no request of ``isl + osl`` tokens can ever be admitted is refused before the
+    run, as a choice the user can fix (exit 2): more GPUs, a lower precision or shorter requests."""
     where = f"{args.model} on {r.n_gpus} x {args.gpu} (tp={args.tp}, pp={args.pp}, {args.precision})"
     most = admission.max_request_tokens(r, cfg)
     if most == 0:
-        raise RunFailed(f"no request fits: {where} leaves no KV cache memory after the weights "
+        raise UsageError(f"no request fits: {where} leaves no KV cache memory after the weights "
                         f"(choose more GPUs per replica or a lower precision)")
     if args.isl + args.osl > most:
-        raise RunFailed(f"no request fits: a request of {args.isl} + {args.osl} tokens needs more "
+        raise UsageError(f"no request fits: a request of {args.isl} + {args.osl} tokens needs more "
                         f"KV cache than {where} has ({most:,} tokens at most); choose more GPUs "
                         f"per replica, a lower precision or shorter requests")

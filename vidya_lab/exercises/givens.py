@@ -138,8 +138,20 @@ def derive(secret: bytes, student: str, chapter: int, name: str) -> int:
 
 def draw_givens(spec: Mapping[str, Given], secret: bytes, student: str, chapter: int) -> dict:
     """The student's own value of every given in ``spec`` (each drawn on its own, so adding a given
-    to a chapter changes no other)."""
+    to a chapter changes no other). Wrong types are a ``TypeError`` naming the parameter."""
+    if not isinstance(spec, Mapping) or not all(isinstance(n, str) and isinstance(g, Given)
+                                                for n, g in spec.items()):
+        raise TypeError(f"spec must map given names (str) to Given objects (Seed, Pick, Between), "
+                        f"got {type(spec).__name__}")
+    if not isinstance(secret, bytes | bytearray) or not secret:
+        raise TypeError(f"secret must be non-empty bytes (the class secret), got "
+                        f"{type(secret).__name__}" + (" of length 0" if secret == b"" else ""))
+    if not isinstance(student, str):
+        raise TypeError(f"student must be a student id string, got {type(student).__name__}")
     check_student_id(student)
+    if type(chapter) is not int or not 0 < chapter < 100:
+        raise (ValueError if type(chapter) is int else TypeError)(
+            f"chapter must be an integer in 1..99, got {chapter!r}")
     return {name: g.pick(derive(secret, student, chapter, name)) for name, g in spec.items()}
 
 

@@ -42,7 +42,10 @@ def all_exercises() -> list[Exercise]:
 
 
 def get_exercise(exercise_id: str) -> Exercise:
-    """Look an exercise up by id ("2.1"); a clear ``KeyError`` lists the known ids."""
+    """Look an exercise up by id ("2.1"); a clear ``KeyError`` lists the known ids; an id that is
+    not a string is a ``TypeError`` naming ``exercise_id``."""
+    if not isinstance(exercise_id, str):
+        raise TypeError(f"exercise_id must be a string like '2.1', got {type(exercise_id).__name__}")
     try:
         chapter = int(str(exercise_id).split(".")[0])
     except ValueError:

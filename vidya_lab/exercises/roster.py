@@ -57,12 +57,23 @@ def read_roster(path) -> list[str]:
 
 def student_from_path(rel: str, roster: set[str]) -> str | None:
     """The roster id a submission's path names (a folder, or the first part of the file name)."""
+    _check_path_args(rel, roster)
     parts = PurePath(rel).parts
     hits = [p for p in parts[:-1] if p in roster]
     first = re.split(r"[_\-. ]", parts[-1], maxsplit=1)[0] if parts else ""
     if first in roster:
         hits.append(first)
     return hits[-1] if len(set(hits)) >= 1 else None
+
+
+def _check_path_args(rel, roster) -> None:
+    if not isinstance(rel, str | PurePath):
+        raise TypeError(f"rel must be the submission's path relative to the class folder (str), "
+                        f"got {type(rel).__name__}")
+    if not isinstance(rel, PurePath) and not rel.strip():
+        raise ValueError("rel must be a non-empty path")
+    if not isinstance(roster, set | frozenset) or not all(isinstance(i, str) for i in roster):
+        raise TypeError(f"roster must be a set of student id strings, got {type(roster).__name__}")
 
 
 def identify(rel: str, claimed: str | None, roster: set[str] | None) -> tuple[str | None, str]:

@@ -128,7 +128,7 @@ def candidates(scenario: Scenario = TANVI, *, gpu_ids=None, precisions=("bf16", 
     Each (GPU type, precision) contributes its layouts in :func:`vidya_lab.layouts.search_layouts`'
     order (cheapest, with layouts within 5 % of each other ranked simplest first); the groups are
     ordered by the cost of their first layout. A GPU type without fp8 support (the A100) is skipped
-    for fp8; a GPU type on which no layout meets the targets contributes nothing.
+    for fp8, one without fp4 units (all but the B200) for fp4; a GPU type on which no layout meets the targets contributes nothing.
     """
     v.check_instance("scenario", scenario, Scenario, "scenario.Scenario")
     gpu_ids = scenario.candidate_gpu_ids if gpu_ids is None else tuple(
@@ -145,6 +145,8 @@ def candidates(scenario: Scenario = TANVI, *, gpu_ids=None, precisions=("bf16", 
         gpu = get_gpu(gpu_id)
         for precision in precisions:
             if precision == "fp8" and gpu.fp8_flops_per_s is None:
+                continue
+            if precision == "fp4" and gpu.fp4_flops_per_s is None:    # no NVFP4 units: not a plan
                 continue
             ranked = layouts.search_layouts(
                 scenario.model_id, gpu.id, peak_rps=peak, isl=scenario.prompt_tokens_mean,
