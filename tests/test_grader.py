@@ -217,11 +217,34 @@ def _nb(*sources, **meta):
      b'"source": 5}]}', "without a type or source"),
     (b'{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [{"cell_type": "nope", '
      b'"source": "", "metadata": {}}]}', "not a valid notebook"),
-    (b"\xff\xfe{}", "not UTF-8"),
+    (b"\xff\xfe{}", "not valid JSON"),                  # read leniently, and still not JSON
 ])
 def test_what_is_not_a_notebook_gets_a_reason(data, why):
     with pytest.raises(ValueError, match=why):
         notebook.read_submission(data)
+
+
+def test_metadata_the_grader_does_not_use_is_not_validated():
+    nb = _nb("x = 1")
+    nb.metadata["kernelspec"] = {"name": 7, "display_name": ["odd"]}   # issue 31: wrong types
+    nb.metadata["vidya_lab"] = {"chapter": 7, "student": "alice"}
+    nb.cells[0].metadata["tags"] = "not-a-list"
+    nb.cells[0].outputs = [{"output_type": "nonsense"}]
+    data = json.dumps(nb).encode()
+    with pytest.raises(nbformat.ValidationError):                  # the premise: nbformat refuses
+        nbformat.validate(nbformat.reads(data.decode(), as_version=4))
+    got, notes = notebook.read_submission_noted(data)
+    assert got.cells[0].source == "x = 1" and notes == []
+    assert got.metadata == {"vidya_lab": {"chapter": 7, "student": "alice"}}
+    assert notebook.student_of(got) == "alice"
+
+
+def test_non_utf8_bytes_in_a_comment_are_replaced_and_noted():
+    data = json.dumps(_nb("x = 1  # M\u00fcller")).encode().replace(b"\\u00fc", b"\xfc")
+    assert b"\xfc" in data
+    got, notes = notebook.read_submission_noted(data)
+    assert got.cells[0].source == "x = 1  # M\ufffdller"
+    assert notes == ["not UTF-8: 1 undecodable byte sequence(s) read as \ufffd"]
 
 
 def test_cell_and_size_limits():

@@ -1,10 +1,12 @@
 """Reading a submission honestly: bounded parsing, which chapter and student it is, what to look at.
 
 * :func:`read_submission` refuses, with a reason for the row, anything that is not a Jupyter
-  notebook: more than :data:`MAX_NOTEBOOK_BYTES`, not UTF-8, not JSON, no ``nbformat`` version (a
+  notebook: more than :data:`MAX_NOTEBOOK_BYTES`, not JSON, no ``nbformat`` version (a
   JSON file without one is not read as version 1), more than :data:`MAX_CELLS` cells or
   :data:`MAX_SOURCE_CHARS` of code (checked on the raw JSON, before any schema validation), or
-  failing nbformat's validation.
+  failing nbformat's validation of what the grader uses. It reads leniently what is unambiguous
+  (:func:`read_submission_noted`): bytes that are not UTF-8 become U+FFFD and are noted, metadata
+  other than the release's ``vidya_lab`` and saved outputs are dropped unvalidated.
 * :func:`detect_chapter` and :func:`student_of` read the release metadata (and fall back on the
   file name and the answer names).
 * :func:`red_flags` names code an instructor may want to look at (it changes no score).
@@ -40,15 +42,31 @@ _RED_FLAGS = (
 
 def read_submission(data: bytes):
     """The notebook in ``data`` as an nbformat v4 node; ``ValueError`` says why it is not one."""
+    return read_submission_noted(data)[0]
+
+
+def read_submission_noted(data: bytes):
+    """``(notebook, notes)``: :func:`read_submission` with what reading it leniently took (the
+    notes, for the row's flags).
+
+    Reading is lenient where the content is unambiguous: bytes that are not UTF-8 (a Latin-1 byte
+    in a comment, say) are read as U+FFFD and noted; metadata the grader does not use (a
+    kernelspec, cell tags, widget state) and saved outputs are dropped before validation, so a
+    field of the wrong type there costs nothing. Only the ``vidya_lab`` metadata the release wrote
+    is kept (and only if it is a mapping).
+    """
     import nbformat
 
+    notes: list[str] = []
     if len(data) > MAX_NOTEBOOK_BYTES:
         raise ValueError(f"file too large ({len(data) / 2**20:.0f} MiB; the limit is "
                          f"{MAX_NOTEBOOK_BYTES // 2**20} MiB)")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise ValueError("not UTF-8 text") from None
+        text = data.decode("utf-8", errors="replace")
+        bad = text.count("\ufffd") - data.decode("utf-8", errors="ignore").count("\ufffd")
+        notes.append(f"not UTF-8: {bad} undecodable byte sequence(s) read as \ufffd")
     try:
         raw = json.loads(text)
     except (ValueError, RecursionError) as exc:
@@ -75,10 +93,11 @@ def read_submission(data: bytes):
         chars += len(src)
     if chars > MAX_SOURCE_CHARS:
         raise ValueError(f"{chars:,} characters of cell source (the limit is {MAX_SOURCE_CHARS:,})")
+    _drop_unused(raw, cells)
     try:
         with warnings.catch_warnings():  # a missing cell id is fixed here, not reported
             warnings.simplefilter("ignore")
-            nb = nbformat.reads(text, as_version=4)
+            nb = nbformat.reads(json.dumps(raw), as_version=4)
             nbformat.validate(nb)
     except Exception as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
@@ -86,7 +105,35 @@ def read_submission(data: bytes):
     for cell in nb.cells:
         if not isinstance(cell.get("cell_type"), str) or not isinstance(cell.get("source"), str):
             raise ValueError("a cell without a type or source")
-    return nb
+    return nb, notes
+
+
+def _only_ours(meta) -> dict:
+    """Of a metadata mapping, the ``vidya_lab`` entry alone (when it is a mapping)."""
+    ours = meta.get("vidya_lab") if isinstance(meta, dict) else None
+    return {"vidya_lab": ours} if isinstance(ours, dict) else {}
+
+
+def _drop_unused(raw: dict, cells: list) -> None:
+    """Strip, in place, what the grader never reads (it reruns every cell), so nbformat validates
+    only what matters: metadata but ``vidya_lab``, outputs, execution counts, attachments."""
+    raw["metadata"] = _only_ours(raw.get("metadata"))
+    for ws in raw.get("worksheets") or []:
+        if isinstance(ws, dict):
+            ws["metadata"] = {}
+    for cell in cells:
+        if not isinstance(cell, dict):
+            continue
+        cell["metadata"] = _only_ours(cell.get("metadata"))
+        cell.pop("attachments", None)
+        if cell.get("cell_type") == "code":
+            cell["outputs"] = []
+            cell["execution_count" if raw["nbformat"] == 4 else "prompt_number"] = None
+            if raw["nbformat"] == 3:
+                cell.pop("prompt_number", None)
+        if "id" in cell and not (isinstance(cell["id"], str)
+                                 and re.fullmatch(r"[a-zA-Z0-9-_]{1,64}", cell["id"])):
+            del cell["id"]                       # an odd cell id: nbformat gives it a fresh one
 
 
 def detect_chapter(nb, path: Path, chapters: dict) -> int | None:

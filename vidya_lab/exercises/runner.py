@@ -32,7 +32,7 @@ from . import procs
 from .cellgraph import cells_to_run, function_cells
 from .kernel import KernelSession, is_kernel_process
 from .kernel_code import FUNCTION, VALUES, kernel_code, valid_encoded
-from .notebook import detect_chapter, read_submission, red_flags, student_of
+from .notebook import detect_chapter, read_submission_noted, red_flags, student_of
 from .sandbox import KernelDirs
 
 MAX_REPORT_BYTES = 4 * 2**20        # the kernel's JSON report is read up to this size
@@ -149,14 +149,14 @@ async def grade_one(req: dict) -> dict:
               "student": None, "givens_issued": False, "elapsed_s": 0.0}
     try:
         with open(req["notebook"], "rb") as f:
-            nb = read_submission(f.read(64 * 2**20 + 1))
+            nb, notes = read_submission_noted(f.read(64 * 2**20 + 1))
     except (ValueError, OSError) as exc:
         result["invalid"] = str(exc)
         return result
     chapters = req["spec"]["chapters"]
     ch = req.get("chapter") or detect_chapter(nb, Path(req.get("name", "x.ipynb")), chapters)
     meta = nb.metadata.get("vidya_lab") if isinstance(nb.metadata.get("vidya_lab"), dict) else {}
-    result.update(chapter=ch, student=student_of(nb), flags=red_flags(nb),
+    result.update(chapter=ch, student=student_of(nb), flags=notes + red_flags(nb),
                   givens_issued=bool(meta.get("givens_issued")))
     if ch is None or str(ch) not in chapters:
         result["unknown_chapter" if ch is None else "no_exercises"] = True
