@@ -39,7 +39,7 @@ lite-assets: $(VENV)/.book-deps
 
 book: $(VENV)/.book-deps $(JS_ASSETS) lite-assets
 	$(BIN)/python tools/stale_cache.py
-	$(BIN)/jupyter-book build . $(BOOK_FLAGS)
+	VIDYA_LAB_CACHE=$(CURDIR)/_build/.vidya_cache $(BIN)/jupyter-book build . $(BOOK_FLAGS)
 	@echo "The book: $(CURDIR)/_build/html/index.html"
 
 # The suite runs on every core (pytest-xdist; at most 4 workers): each test file on one worker, the
@@ -87,4 +87,4 @@ page: $(VENV)/.book-deps $(JS_ASSETS)
 	@mkdir -p _build/page
 	@printf 'format: jb-book\nroot: %s\nchapters:\n  - file: book/references\n' "$(PAGE)" > _build/page/$(notdir $(PAGE)).toc.yml
 	$(BIN)/python tools/stale_cache.py
-	$(BIN)/jupyter-book build . --toc _build/page/$(notdir $(PAGE)).toc.yml --path-output _build/page/$(notdir $(PAGE)) $(BOOK_FLAGS)
+	VIDYA_LAB_CACHE=$(CURDIR)/_build/.vidya_cache $(BIN)/jupyter-book build . --toc _build/page/$(notdir $(PAGE)).toc.yml --path-output _build/page/$(notdir $(PAGE)) $(BOOK_FLAGS)

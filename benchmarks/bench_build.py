@@ -18,6 +18,13 @@ Goals (issue 28): `make book` < 4 min and `make test` < 8 min of pytest time fro
                                                                # (bench_build.json, bench_make_test.json)
     .venv/bin/python benchmarks/bench_build.py --only build    # or --only test
     .venv/bin/python benchmarks/bench_build.py --only pages    # the pages of the last build in _build/
+    .venv/bin/python benchmarks/bench_build.py --page chapters/06_autoscaling.md [--record]
+                                             # one page alone, in its own kernel (nbclient), with
+                                             # an empty simulation cache and then with it warm
+
+The clean build runs as `make book` does, with ``VIDYA_LAB_CACHE`` (:mod:`vidya_lab._cache`) set
+to an empty folder of its own: a fresh clone's first build, whose pages share the days they
+simulate in common; ``--page`` shows what a re-run costs once the cache holds the page's days.
 """
 
 from __future__ import annotations
@@ -45,11 +52,13 @@ def _tool(name: str) -> str:
     return str(local) if local.exists() else (shutil.which(name) or name)
 
 
-def _timed(cmd: list[str], log_name: str) -> tuple[float, float, int, str]:
-    """Wall seconds, CPU seconds (the command and its children), exit code and output of ``cmd``."""
+def _timed(cmd: list[str], log_name: str, env: dict | None = None) -> tuple[float, float, int, str]:
+    """Wall seconds, CPU seconds (the command and its children), exit code and output of ``cmd``
+    (``env``: variables added to this process's environment)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
+                          env=None if env is None else dict(os.environ, **env))
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -82,7 +91,8 @@ def clean_build() -> tuple[float, float, int, dict[str, float]]:
     execution seconds."""
     with tempfile.TemporaryDirectory(prefix="bench_build_") as out:
         cmd = [_tool("jupyter-book"), "build", ".", "-W", "-n", "--keep-going", "--path-output", out]
-        wall, cpu, rc, _ = _timed(cmd, "bench_build-clean-build.log")
+        wall, cpu, rc, _ = _timed(cmd, "bench_build-clean-build.log",
+                                  env={"VIDYA_LAB_CACHE": str(Path(out) / "vidya_cache")})
         if rc != 0:
             print("the clean build failed; its log: _build/bench_build-clean-build.log",
                   file=sys.stderr)
@@ -130,6 +140,38 @@ def pages_rows(pages: dict[str, float]) -> list[dict]:
     return rows
 
 
+def run_page(page: Path, cache_dir: str) -> float:
+    """Wall seconds to execute ``page`` (a MyST notebook) top to bottom in a fresh kernel, from
+    its own folder, with ``VIDYA_LAB_CACHE=cache_dir``; raises if a cell fails."""
+    import jupytext
+    import nbclient
+
+    nb = jupytext.read(page)
+    os.environ["VIDYA_LAB_CACHE"] = cache_dir  # the kernel inherits this process's environment
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+    client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
+                                     resources={"metadata": {"path": str(page.parent)}})
+    t0 = time.perf_counter()
+    client.execute()
+    return time.perf_counter() - t0
+
+
+def page_alone_rows(page: str) -> list[dict]:
+    """One page executed alone twice: with an empty simulation cache, then with it warm."""
+    path = (ROOT / page).resolve()
+    doc = str(path.relative_to(ROOT).with_suffix(""))
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench_page_") as cache:
+        for state in ("empty", "warm"):
+            seconds = run_page(path, cache)
+            print(f"   {doc} alone, simulation cache {state}: {seconds:.1f} s wall; {_load()}")
+            rows.append({"figure": f"page execution alone, {doc}, simulation cache {state}",
+                         "value": round(seconds, 1), "unit": "s",
+                         "goal": f"< {PAGE_GOAL_S:.0f} s", "met": seconds < PAGE_GOAL_S})
+    return rows
+
+
 def test_rows() -> list[dict]:
     wall, cpu, rc, warm, pytest_s, slowest = make_test()
     state = "book cache warm" if warm else "no book cache"
@@ -155,16 +197,25 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--only", choices=["build", "test", "pages"],
                         help="measure one: the clean build (with its pages), `make test`, or the "
                              "pages of the build already in _build/")
+    parser.add_argument("--page", help="execute this one page alone (a path such as "
+                                           "chapters/06_autoscaling.md), cache empty then warm")
     args = parser.parse_args(argv)
-    rows = build_rows() if args.only in (None, "build") else []
-    if args.only == "pages":
-        rows = pages_rows(page_seconds(ROOT / "_build"))
-    test = test_rows() if args.only in (None, "test") else []
+    if args.page:
+        rows, test = page_alone_rows(args.page), []
+    else:
+        rows = build_rows() if args.only in (None, "build") else []
+        if args.only == "pages":
+            rows = pages_rows(page_seconds(ROOT / "_build"))
+        test = test_rows() if args.only in (None, "test") else []
     if args.record:
         sys.path.insert(0, str(ROOT / "benchmarks"))
         from _record import record
 
-        if rows:
+        if rows and args.page:
+            name = "bench_page_" + Path(args.page).stem
+            print("recorded", record(name, f"python benchmarks/bench_build.py --page {args.page}",
+                                     rows))
+        elif rows:
             what = "pages" if args.only == "pages" else "build"
             print("recorded", record("bench_build", f"python benchmarks/bench_build.py --only {what}",
                                      rows))

@@ -31,6 +31,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD_HTML = ROOT / "_build" / "html"
+#: As `make book`: long simulations kept in _build/.vidya_cache (vidya_lab._cache).
+BOOK_ENV = {"VIDYA_LAB_CACHE": str(ROOT / "_build" / ".vidya_cache")}
 BUILD_TIMEOUT_S = 1200  # a stalled kernel must fail the session, not hang it
 
 ENABLE_BROWSER_HELP = (
@@ -122,7 +124,7 @@ def built_book() -> Path:
 def _build(cmd: list[str], log: Path) -> Path:
     try:
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
-                              timeout=BUILD_TIMEOUT_S)
+                              timeout=BUILD_TIMEOUT_S, env=dict(os.environ, **BOOK_ENV))
     except subprocess.TimeoutExpired as exc:
         out = (exc.stdout or b"")
         out = out.decode(errors="replace") if isinstance(out, bytes) else out

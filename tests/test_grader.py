@@ -371,7 +371,14 @@ def test_roster_and_identity(tmp_path):
     assert ids == {"alice", "bob"}
     assert roster.identify("alice/01.ipynb", "bob", ids) == ("alice", "notebook says student bob")
     assert roster.identify("bob_01_fixture.ipynb", None, ids) == ("bob", "")
-    assert roster.identify("x.ipynb", "bob", ids) == ("bob", "")
+    # issue 31: the path decides; metadata and a file-name prefix that disagree are only flagged
+    assert roster.identify("x.ipynb", "bob", ids) == (
+        None, "in no roster folder: credited to nobody; the notebook says student bob")
+    assert roster.identify("loose/x.ipynb", None, ids) == (None, "in no roster folder: "
+                                                                 "credited to nobody")
+    assert roster.identify("alice/bob_01.ipynb", "bob", ids) == (
+        "alice", "file name says student bob; notebook says student bob")
+    assert roster.identify("bob/alice/01.ipynb", None, ids) == ("alice", "")   # the nearest
     assert roster.identify("x.ipynb", "eve", ids)[0] is None
     assert roster.identify("x.ipynb", "eve", None) == ("eve", "")
     flags = roster.duplicate_flags({"a.ipynb": "bob", "b.ipynb": "bob", "c.ipynb": "alice"})
@@ -550,3 +557,37 @@ def test_a_functions_locals_are_not_the_notebooks_names():
                "check('1.6', f)", "def g():\n    global G\n    G = 1", "def k(x):\n    return G + x"]
     assert cellgraph.function_cells(sources, "f") == [2]
     assert cellgraph.function_cells(sources, "k") == [3, 4]
+
+
+def test_a_worker_failing_outside_its_notebook_is_retried_then_a_grader_fault(tmp_path, monkeypatch,
+                                                                              fixture_registry):
+    """Issue 31: a worker that fails for a reason of the grader's (its folder deleted under it) is
+    retried once; failing twice, the row is a flagged grader fault with no points, never 0."""
+    from vidya_lab.exercises import classfiles, scoring, workers
+
+    gone = {"crash": "grader worker failed (FileNotFoundError: tmpl-values)"}
+    good = {"chapter": 7, "values": {}, "functions": {}}
+    pool = workers.Pool.__new__(workers.Pool)
+    tries: list[str] = []
+
+    def attempt(outcomes):
+        def run(job, name, data):
+            tries.append(job)
+            return outcomes[len(tries) - 1]
+        return run
+
+    monkeypatch.setattr(pool, "_attempt", attempt([gone, good]))
+    assert pool.run_one(3, "x.ipynb", b"") is good and tries == ["job3", "job3-retry"]
+    tries.clear()
+    monkeypatch.setattr(pool, "_attempt", attempt([{"crash": "grading time limit exceeded"}]))
+    assert pool.run_one(3, "x.ipynb", b"")["crash"].startswith("grading time") and len(tries) == 1
+    tries.clear()
+    monkeypatch.setattr(pool, "_attempt", attempt([gone, gone]))
+    fault = pool.run_one(3, "x.ipynb", b"")
+    assert fault["grader_fault"] is True and len(tries) == 2
+    plan = make_plan(fixture_registry, np.random.default_rng(0), 2, {})
+    sub = scoring.score_submission(plan, "alice/x.ipynb", scoring.clean_result(fault), None)
+    assert sub.grader_fault and sub.flags[0].startswith("grader fault")
+    row = next(csv.DictReader(io.StringIO(classfiles.csv_text([sub], {7: ["7.1", "7.2", "7.3"]}))))
+    assert row["total"] == "" and row["max"] == "" and "grader fault" in row["flags"]
+    assert "not scored" in classfiles.feedback_text(sub)

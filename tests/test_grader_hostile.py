@@ -82,7 +82,8 @@ def _cases(c: dict, tmp: Path, out_csv: Path) -> dict[str, tuple[object, int | N
         "yves/KEY.IPYNB": (sol["yves"], 4),
         os.fsdecode(b"xena/M\xfcller_01.ipynb"): (H.honest(s["xena"]), 4),
         "walter/" + "x" * 200 + "/" + "y" * 200 + ".ipynb": (H.honest(s["walter"]), 4),
-        "=HYPERLINK(\"x\").ipynb": (H.honest(s["victor"]), 4),
+        # in no roster folder: credited to nobody (issue 31), so 7.1 (victor's own numbers) is 0
+        "=HYPERLINK(\"x\").ipynb": (H.honest(s["victor"]), 3),
         # not notebooks, links
         "trent/no_nbformat.ipynb": (H.no_nbformat(), 0),
         "trent/many_cells.ipynb": (H.many_cells(), 0),
@@ -184,7 +185,7 @@ def _cases(c: dict, tmp: Path, out_csv: Path) -> dict[str, tuple[object, int | N
             at=2), "import marshal, types\ndef kv_bytes_per_token(*a):\n"
             "    code = marshal.loads(open('/tmp/stash', 'rb').read())\n"
             "    return types.FunctionType(code, {})(*a)"), 2)
-    if LEVEL == "bubblewrap":  # without it, a kernel running at the same time would be hit too
+    if SANDBOXED:  # unshare too (issue 31): its kernel sees every folder but its own read-only
         cases["mallory/deletes_folders.ipynb"] = (H.add(H.honest(s["mallory"]), (
             "import pathlib, shutil\nfor d in pathlib.Path.cwd().parents[:3]:\n"
             "    shutil.rmtree(d, ignore_errors=True)"), at=2), None)
@@ -215,7 +216,7 @@ def klass(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("hostile")
     with pytest.MonkeyPatch.context() as mp:
         mp.syspath_prepend(str(FIXTURES))
-        mp.setenv("PYTHONPATH", str(FIXTURES))
+        mp.setenv("PYTHONPATH", os.pathsep.join([str(FIXTURES), str(ROOT)]))  # this checkout's workers
         c = H.release_class(tmp)
         out = tmp / "scores.csv"
         cases = _cases(c, tmp, out)
@@ -314,7 +315,8 @@ def test_speed_of_the_hostile_class(klass):
 
 def _cli_grade(tmp: Path, c: dict, subs: Path, *extra: str, timeout: float = 600):
     # a short TMPDIR (socket paths are limited), so the run's kernels carry it in their command lines
-    env = {**os.environ, "PYTHONPATH": str(FIXTURES), "TMPDIR": str(c["short_tmp"])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(FIXTURES), str(ROOT)]),
+           "TMPDIR": str(c["short_tmp"])}
     return subprocess.run([sys.executable, "-m", "vidya_lab", "grade", str(subs), "--out",
                            str(tmp / "scores.csv"), "--registry", "fixture_key", "--secret-file",
                            str(c["secret"]), "--roster", str(c["roster"]), "--isolation",

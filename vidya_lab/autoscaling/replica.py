@@ -117,11 +117,23 @@ class ReplicaModel:
         ``mixed_full_s[n]`` (an upper bound: a step time is convex in its tokens)."""
         n = np.minimum(np.maximum(np.asarray(batch, dtype=np.int64), 0), self.slots)
         dec = self.decode_s[n]
-        room = np.maximum(self.budget_tokens - n, 1)
+        room, span = self._stall_tables
+        room = room[n]
         own = np.maximum(np.asarray(prompt_tokens, dtype=float) - self.cached_prefix_tokens, 0.0)
+        if np.shape(own) == dec.shape and not own.any():  # no prompt prefilled: decodes only
+            return dec
         share = np.minimum(own, room) / room
-        full = dec if self.mixed_full_s is None else self.mixed_full_s[n]
-        return np.where(own > 0, dec + share * (full - dec), dec)
+        return np.where(own > 0, dec + share * span[n], dec)
+
+    @functools.cached_property
+    def _stall_tables(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per batch size ``n``: the budget's room beside the decodes, ``max(budget - n, 1)``
+        tokens (as floats), and ``mixed_full_s[n] - decode_s[n]``, seconds (computed once: the
+        fleet asks :meth:`stall_s` every step)."""
+        n = np.arange(self.slots + 1)
+        full = self.decode_s[n] if self.mixed_full_s is None else self.mixed_full_s[n]
+        return (np.maximum(self.budget_tokens - n, 1).astype(float),
+                full - self.decode_s[n])
 
     @functools.cached_property
     def _grid_gaps(self) -> np.ndarray:

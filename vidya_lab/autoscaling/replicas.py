@@ -115,14 +115,16 @@ class Batches:
         done &= sf <= t1
         done &= sub >= 0
         out = None
-        if done.any():
-            ri, ci = done.nonzero()
-            ft = sf[ri, ci] + np.maximum(sr[ri, ci], 0.0) * tau[ri, 0]
-            reqs = sub[ri, ci]
-            sub[ri, ci] = -1
-            self.freed_at[ri, ci] = ft
+        idx = np.flatnonzero(done)  # flat indices: rows [:hi] are the arrays' first hi * slots
+        if idx.size:
+            ri = idx // self.slots
+            ft = sf.reshape(-1)[idx] + np.maximum(sr.reshape(-1)[idx], 0.0) * tau.reshape(-1)[ri]
+            flat_req = self.request.reshape(-1)
+            reqs = flat_req[idx]
+            flat_req[idx] = -1
+            self.freed_at.reshape(-1)[idx] = ft
             self.size[:hi] -= np.bincount(ri, minlength=hi)
-            out = (reqs, ft, self.longest_gap[ri, ci])
+            out = (reqs, ft, self.longest_gap.reshape(-1)[idx])
         sr -= tok
         np.maximum(sf, t1, out=sf)
         return out
@@ -134,7 +136,7 @@ class Batches:
         freemask = self.request[urows] < 0
         ftimes = np.where(freemask, self.freed_at[urows], np.inf)
         ftimes.sort(axis=1)
-        fc = freemask.nonzero()[1]
+        fc = np.flatnonzero(freemask) % self.slots  # each free slot's column, row by row
         n_free = freemask.sum(axis=1)
         row_start = n_free.cumsum() - n_free
         return fc[row_start[upos] + ranks], ftimes[upos, ranks]

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from vidya_lab import _cache, caching, sizing
 from vidya_lab import _validate as v
-from vidya_lab import caching, sizing
 from vidya_lab.caching.replay import in_flight_tpot_s
 from vidya_lab.caching.trace import PromptTrace
 from vidya_lab.sizing.throughput import _kv_limit
@@ -238,7 +238,17 @@ def replay_routed(trace: PromptTrace, replica: sizing.Replica, replicas: int,
     """Route ``trace`` over ``replicas`` copies of ``replica`` and replay each one's share through
     its own prefix cache (:func:`vidya_lab.caching.simulate`, ``cache_bytes`` per GPU, default the
     whole KV budget). ``tpot_s`` default: the decode step at the batch Little's law gives for one
-    replica's share of the trace's rate (:func:`vidya_lab.caching.replay.in_flight_tpot_s`)."""
+    replica's share of the trace's rate (:func:`vidya_lab.caching.replay.in_flight_tpot_s`).
+    Read back from ``VIDYA_LAB_CACHE`` when set and this very replay is there
+    (:mod:`vidya_lab._cache`)."""
+    return _cache.call("replay_routed", _replay_routed, dict(
+        trace=trace, replica=replica, replicas=replicas, policy=policy, cache_bytes=cache_bytes,
+        tpot_s=tpot_s, warm=warm, rule=rule))
+
+
+def _replay_routed(trace, replica, replicas, policy, cache_bytes, tpot_s, warm,
+                   rule) -> RoutedCache:
+    """:func:`replay_routed`, computed."""
     r = sizing._as_replica(replica)
     v.check_instance("trace", trace, PromptTrace, "PromptTrace (see caching.tutor_trace)")
     n = v.check_int("replicas", replicas, minimum=1, maximum=MAX_ROUTED_REPLICAS)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from vidya_lab import _cache, sizing, slo
 from vidya_lab import _validate as v
-from vidya_lab import sizing, slo
 from vidya_lab.autoscaling.cold_start import ColdStart, as_replica
 from vidya_lab.autoscaling.day import SECONDS_PER_DAY, day_profile, day_workload, tutor_slo
 from vidya_lab.autoscaling.fleet import MAX_START_S, Fleet
@@ -115,7 +115,20 @@ def simulate_day(replica: sizing.Replica, *, day: str | DiurnalProfile = "exam",
     (:func:`summary`, or :meth:`FluidRun.summary`), ``hours`` (:func:`hourly`),
     ``replicas_by_hour`` (time-averaged serving replicas), ``gpu_hours``, ``cost_usd``,
     ``cold_start_s``, ``policy`` (the policy object) and ``model`` (:class:`ReplicaModel`).
+
+    With the environment variable ``VIDYA_LAB_CACHE`` set to a folder, a day already simulated
+    with the very same arguments and package source is read back from it (:mod:`vidya_lab._cache`:
+    the same result, without the minutes of a book's pages).
     """
+    args = dict(locals())
+    return _cache.call("simulate_day", _simulate_day, args)
+
+
+def _simulate_day(replica, *, day, policy, cold_start, seed, dt_s, min_replicas, max_replicas,
+                  headroom, router, pool, pool_size, mtbf_s, failures_at_s, margin, utilisation,
+                  yesterday, start_s, duration_s, target, model, max_retries, queue_timeout_s,
+                  workload, fidelity, cached_prefix_tokens) -> dict:
+    """:func:`simulate_day`, computed."""
     if model is None:
         model = replica_model(as_replica(replica), cached_prefix_tokens=cached_prefix_tokens)
     v.check_instance("model", model, ReplicaModel, "ReplicaModel (see replica_model)")

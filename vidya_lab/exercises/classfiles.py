@@ -56,7 +56,8 @@ def csv_text(subs: Sequence[Submission], exercise_ids: dict[int, list[str]]) -> 
         pts = {sc.id: sc.points for sc in s.scores}
         w.writerow([safe_cell(s.file), "" if s.chapter is None else s.chapter,
                     *[fmt_points(pts[i]) if i in pts else "" for i in ids],
-                    fmt_points(s.total), s.max_points, safe_cell(s.status),
+                    "" if s.grader_fault else fmt_points(s.total),
+                    "" if s.grader_fault else s.max_points, safe_cell(s.status),
                     safe_cell(s.student), s.isolation, s.killed_processes,
                     safe_cell("; ".join(s.flags))])
     return buf.getvalue()
@@ -69,8 +70,9 @@ def write_csv(path: Path, subs: Sequence[Submission], exercise_ids: dict[int, li
 def feedback_text(s: Submission) -> str:
     mark = {"right": "right", "wrong": "wrong", "unanswered": "not answered"}
     lines = [f"vidya-lab feedback for {s.file}",
-             f"chapter {s.chapter if s.chapter is not None else '?'}: "
-             f"{fmt_points(s.total)} of {s.max_points} points",
+             f"chapter {s.chapter if s.chapter is not None else '?'}: " + (
+                 "not scored: the grader failed on this notebook; your instructor will grade it "
+                 "again" if s.grader_fault else f"{fmt_points(s.total)} of {s.max_points} points"),
              f"how the notebook ran: {s.status}", ""]
     for sc in s.scores:
         lines.append(f"exercise {sc.id}: {mark[sc.verdict.status]}, "

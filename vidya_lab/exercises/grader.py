@@ -124,7 +124,7 @@ def _score(s: Setup, rel: str, report: dict) -> Submission:
         student, flag = identify(rel, result.get("student"), s.roster)
         givens, problem = _givens_for(s, result.get("chapter"), student, result)
         sub = score_submission(s.plan, file, result, givens, problem)
-        sub.student = student or result.get("student") or ""
+        sub.student = (student or "") if s.roster is not None else (result.get("student") or "")
         if flag:
             sub.flags.insert(0, flag)
     except Exception as exc:  # a grader bug or a hostile report: this row only

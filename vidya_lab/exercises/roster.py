@@ -3,15 +3,17 @@
 A roster is a CSV with an ``id`` column (1–64 of ``A-Z a-z 0-9 . _ @ + -``; other columns, a name
 or an e-mail, are kept for the instructor and ignored here). ``release --roster`` writes one folder of
 notebooks per id; ``grade --roster`` checks the ids and tells a submission's student from where it
-sits, not only from what its notebook claims:
+sits, by one rule (stated for instructors in ``book/instructors.md``):
 
-1. a folder on the submission's path named exactly like a roster id (``alice/01_…ipynb``), or a file
-   name whose first part, cut at ``_ - . space``, is one (``alice_01_…ipynb``, as LMS exports do);
-2. else the id ``release`` wrote into the notebook's metadata, if it is on the roster.
+1. the nearest folder on the submission's path named exactly like a roster id (``alice/01_…ipynb``,
+   as ``release`` writes them) is the student;
+2. a file in no such folder whose name's first part, cut at ``_ - . space``, is a roster id
+   (``alice_01_…ipynb``, as LMS exports name them) is that student;
+3. anything else is credited to nobody: its own row, flagged, its per-student exercises ungraded.
 
-A notebook that claims another student than its path says is graded as its path's student, and the
-row is flagged; two rows of one student are flagged on both. Without a roster, the metadata's id is
-used as it is.
+The id ``release`` wrote into the notebook's metadata, and a file-name prefix inside a roster
+folder, are never obeyed: where they disagree with the rule the row is flagged. Two rows of one
+student are flagged on both. Without a roster, the metadata's id is used as it is.
 """
 
 from __future__ import annotations
@@ -56,14 +58,19 @@ def read_roster(path) -> list[str]:
 
 
 def student_from_path(rel: str, roster: set[str]) -> str | None:
-    """The roster id a submission's path names (a folder, or the first part of the file name)."""
+    """The roster id a submission's path names: its nearest folder named like a roster id, else
+    (a flat LMS export) the first part of the file name; None if neither is on the roster."""
     _check_path_args(rel, roster)
+    folder, prefix = _path_ids(rel, roster)
+    return folder or prefix
+
+
+def _path_ids(rel, roster: set[str]) -> tuple[str | None, str | None]:
+    """``(nearest roster folder, roster id the file name starts with)`` of ``rel`` (None: none)."""
     parts = PurePath(rel).parts
-    hits = [p for p in parts[:-1] if p in roster]
+    folders = [p for p in parts[:-1] if p in roster]
     first = re.split(r"[_\-. ]", parts[-1], maxsplit=1)[0] if parts else ""
-    if first in roster:
-        hits.append(first)
-    return hits[-1] if len(set(hits)) >= 1 else None
+    return (folders[-1] if folders else None), (first if first in roster else None)
 
 
 def _check_path_args(rel, roster) -> None:
@@ -77,18 +84,22 @@ def _check_path_args(rel, roster) -> None:
 
 
 def identify(rel: str, claimed: str | None, roster: set[str] | None) -> tuple[str | None, str]:
-    """``(student id or None, flag)`` for a submission at ``rel`` whose notebook claims ``claimed``."""
+    """``(student id or None, flag)`` for a submission at ``rel`` whose notebook claims ``claimed``,
+    by the one rule of the module doc: the path decides, what disagrees is flagged, never obeyed."""
     if roster is None:
         return claimed, ""
-    by_path = student_from_path(rel, roster)
-    if by_path is not None:
-        flag = f"notebook says student {claimed}" if claimed and claimed != by_path else ""
-        return by_path, flag
-    if claimed in roster:
-        return claimed, ""
-    if claimed:
-        return None, f"student {claimed} is not on the roster"
-    return None, "no student id (not in the path, not in the notebook)"
+    _check_path_args(rel, roster)
+    folder, prefix = _path_ids(rel, roster)
+    sid = folder or prefix
+    if sid is None:
+        said = f"; the notebook says student {claimed}" if claimed else ""
+        return None, f"in no roster folder: credited to nobody{said}"
+    notes = []
+    if folder and prefix and prefix != folder:
+        notes.append(f"file name says student {prefix}")
+    if claimed and claimed != sid:
+        notes.append(f"notebook says student {claimed}")
+    return sid, "; ".join(notes)
 
 
 def duplicate_flags(students: dict[str, str | None]) -> dict[str, str]:

@@ -149,8 +149,12 @@ async def grade_one(req: dict) -> dict:
               "student": None, "givens_issued": False, "elapsed_s": 0.0}
     try:
         with open(req["notebook"], "rb") as f:
-            nb, notes = read_submission_noted(f.read(64 * 2**20 + 1))
-    except (ValueError, OSError) as exc:
+            data = f.read(64 * 2**20 + 1)
+    except OSError as exc:  # the grader's own copy is gone: not the notebook's fault
+        return {"crash": f"grader worker failed (its copy of the notebook: {exc.strerror or exc})"}
+    try:
+        nb, notes = read_submission_noted(data)
+    except ValueError as exc:
         result["invalid"] = str(exc)
         return result
     chapters = req["spec"]["chapters"]

@@ -13,8 +13,11 @@ strongest the machine offers being used (``--isolation auto``) and named in ever
     classmate's kernel), no network, and no file of the account: not the submissions, not the
     checkout, not the instructor's secret or case files, not the CSV.
 ``unshare``
-    ``unshare`` (util-linux) gives new user, PID, network and IPC namespaces: no other process and no
-    network, but the account's files stay visible.
+    ``unshare`` (util-linux) gives new user, mount, PID, network and IPC namespaces: no other process
+    and no network; the account's files stay visible but read-only (the kernel's launcher remounts
+    everything but its own folder read-only and drops its capabilities, see
+    :func:`vidya_lab.exercises.kernel_launch.confine`), so a notebook cannot delete the grader's
+    working folders or a classmate's.
 ``process``
     no namespace: private folders and environment, its own package copy first on ``sys.path``, its
     own session, every process it starts killed with it; the account's files and processes stay
@@ -226,9 +229,9 @@ def kernel_command(level: str, dirs: KernelDirs, originals: dict[str, Path | Non
     cmd = [python or sys.executable, "-m", LAUNCHER, str(dirs.base)]
     if level == "process":
         return cmd
-    if level == "unshare":
-        return ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--kill-child",
-                "--mount-proc", "--net", "--ipc", "--uts", "--"] + cmd
+    if level == "unshare":  # the launcher makes every file but its own folder read-only
+        return ["unshare", "--user", "--map-root-user", "--mount", "--pid", "--fork",
+                "--kill-child", "--mount-proc", "--net", "--ipc", "--uts", "--"] + cmd + ["--confine"]
     args = ["bwrap", "--unshare-all", "--die-with-parent", "--cap-drop", "ALL"]
     args += _system_binds()
     for p in _python_paths():
@@ -272,7 +275,8 @@ def _try(level: str, timeout_s: float) -> tuple[bool, str]:
     with tempfile.TemporaryDirectory(prefix="vg-probe-") as tmp:
         dirs = KernelDirs(Path(tmp))
         dirs.pkg.mkdir()
-        cmd = kernel_command(level, dirs, {})[:-3] + ["-c", "import json, sys"]
+        full = kernel_command(level, dirs, {})
+        cmd = full[:full.index("-m")] + ["-c", "import json, sys"]
         try:
             out = subprocess.run(cmd, capture_output=True, timeout=timeout_s, env=kernel_env(dirs),
                                  stdin=subprocess.DEVNULL)

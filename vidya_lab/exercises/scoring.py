@@ -42,6 +42,8 @@ class Submission:
     isolation: str = ""
     killed_processes: int = 0
     flags: list[str] = field(default_factory=list)
+    #: the grader failed on this notebook (twice): no points are stated, the row is flagged
+    grader_fault: bool = False
 
     @property
     def total(self) -> float:
@@ -71,7 +73,7 @@ def clean_result(raw: Any) -> dict:
         if isinstance(raw.get(key), str):
             out[key] = _text(raw[key], 200)
     out["chapter"] = raw["chapter"] if type(raw.get("chapter")) is int else None
-    for key in ("unknown_chapter", "no_exercises", "givens_issued"):
+    for key in ("unknown_chapter", "no_exercises", "givens_issued", "grader_fault"):
         out[key] = raw.get(key) is True
     out["events"] = [_text(e, 80) for e in raw.get("events") or [] if isinstance(e, str)][:5] \
         if isinstance(raw.get("events"), list) else []
@@ -215,6 +217,10 @@ def score_submission(plan: Plan, file: str, result: dict, givens: Mapping[str, A
     """
     base = dict(elapsed_s=result.get("elapsed_s", 0.0), killed_processes=result.get("leftovers", 0),
                 flags=result.get("flags", []), student=result.get("student") or "")
+    if result.get("grader_fault"):
+        base["flags"] = ["grader fault: not scored, regrade this file", *base["flags"]]
+        return Submission(file, None, [], result["crash"][:120] if result.get("crash") else
+                          "grader fault", grader_fault=True, **base)
     if result.get("crash"):
         return Submission(file, None, [], result["crash"][:120], **base)
     if result.get("invalid"):

@@ -3,7 +3,8 @@
 A worker (:mod:`vidya_lab.exercises.runner`) gets its request on standard input and answers with
 one tagged line on standard output, carrying a random token of this run: a report without the token,
 or anything on standard error, is not a report. A worker that outlives ``--notebook-timeout`` plus a
-short grace is killed with its whole process tree; a worker that crashes fails only its own row.
+short grace is killed with its whole process tree; a worker that crashes fails only its own row, and
+one that fails for a reason outside its notebook is retried once, then reported as a grader fault.
 While the run lasts the grader is a child subreaper: processes orphaned by a dead worker come back
 to it, and are killed and counted (never a process that was already its child before the run).
 """
@@ -66,8 +67,21 @@ class Pool:
         return json.dumps(req).encode("utf-8")
 
     def run_one(self, k: int, name: str, data: bytes) -> dict:
-        """Grade one notebook's bytes in a fresh worker; always returns a report dict."""
-        job_dir = self.run_dir / f"job{k}"
+        """Grade one notebook's bytes in a fresh worker, and once more in another if the first
+        failed for a reason outside the notebook (:func:`grader_side`); always returns a report
+        dict. A second such failure is a grader fault (``"grader_fault": True``): the row is
+        flagged for the instructor to regrade, never scored 0."""
+        first = self._attempt(f"job{k}", name, data)
+        if not grader_side(first):
+            return first
+        second = self._attempt(f"job{k}-retry", name, data)
+        if not grader_side(second):
+            return second
+        return {**second, "grader_fault": True,
+                "crash": f"grader fault, twice: {second['crash']} (first: {first['crash']})"}
+
+    def _attempt(self, job: str, name: str, data: bytes) -> dict:
+        job_dir = self.run_dir / job
         try:
             with self.lock:
                 self.prepare()  # the package copies, again if a notebook deleted them
@@ -145,6 +159,19 @@ class Pool:
                 for pid in live:  # interrupted (Ctrl-C): leave no worker or kernel behind
                     procs.kill_tree(pid, include_root=True)
                 self.orphans()
+
+
+#: How the crash of a worker that failed for a reason of its own (not the notebook's) begins: its
+#: folder could not be made, it could not start, it failed inside (a file it needed was gone) or
+#: ended without a report. A notebook's endless loop (the time limit) is not one.
+GRADER_SIDE = ("could not prepare", "could not start a grader worker", "grader worker failed",
+               "grader worker sent no report", "grader error")
+
+
+def grader_side(report: dict) -> bool:
+    """Whether ``report`` is a failure of the grader's worker rather than of the notebook."""
+    crash = report.get("crash") if isinstance(report, dict) else None
+    return isinstance(crash, str) and crash.startswith(GRADER_SIDE)
 
 
 def _report(out: bytes, token: str) -> dict | None:

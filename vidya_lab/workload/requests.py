@@ -121,6 +121,8 @@ class Workload:
         if np.any((pid == -1) & (ptok > 0)):
             raise ValueError("prefix_tokens must be 0 where prefix_id is -1 (no shared prefix)")
         kl = check_labels("klass", klass, n)
+        if not np.any(arr[1:] < arr[:-1]):  # already in order (every generator's case): no copy
+            return cls(arr, prompt, out, pid, ptok, kl)
         order = np.argsort(arr, kind="stable")
         return cls(arr[order], prompt[order], out[order], pid[order], ptok[order], kl[order])
 
