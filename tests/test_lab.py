@@ -372,7 +372,7 @@ def test_live_notebook_widget_responds_in_jupyterlab(playwright_browser, tmp_pat
         context = playwright_browser.new_context(viewport={"width": 1400, "height": 1000})
         page = context.new_page()
         page_errors: list[str] = []
-        page.on("pageerror", lambda err: page_errors.append(str(err)))
+        page.on("pageerror", lambda err: page_errors.append(f"{err}\n{err.stack}"))
         widget_cell = _run_all(page, server, f"{chapter}.md")
         assert widget_cell >= 0, f"{chapter}.md ran but no cell displayed a widget"
         page.evaluate(_SHOW_CELL_JS, widget_cell)
