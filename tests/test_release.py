@@ -231,3 +231,37 @@ def test_an_exercise_with_givens_must_show_them():
     shown = chapter_problems([f'my_givens("{ex.id}")\n{ex.answer_name} = ...'], [ex],
                              ex.chapter, "")
     assert not any("my_givens" in p for p in shown)
+
+
+def test_release_of_chosen_chapters_only(tmp_path, fixture_registry, capsys):
+    released = release(tmp_path / "one", chapters_dir=CHAPTERS, exercises_for=fixture_registry,
+                       only=[7])
+    assert [r.chapter for r in released] == [7]
+    with pytest.raises(ValueError, match=r"only must name chapters in .*\[7\], got \[3\]"):
+        release(tmp_path / "bad", chapters_dir=CHAPTERS, exercises_for=fixture_registry, only=[3])
+    assert not (tmp_path / "bad").exists() or not list((tmp_path / "bad").glob("*.ipynb"))
+    capsys.readouterr()
+    assert main(["release", str(tmp_path / "cli"), "--chapters", str(CHAPTERS),
+                 "--chapter", "9"]) == 2
+    assert "only must name chapters" in capsys.readouterr().err
+
+
+def test_release_outside_the_checkout_pins_exactly_and_names_an_installable_package(
+        tmp_path, fixture_registry):
+    """Chapters copied out of any checkout: the handout's requirements are the checkout's exact
+    pins (no book-only ones) and vidya-lab from the repository, not a version no registry has."""
+    import shutil
+
+    outside = tmp_path / "course" / "chapters"
+    shutil.copytree(CHAPTERS, outside)
+    out = tmp_path / "handout"
+    release(out, chapters_dir=outside, exercises_for=fixture_registry)
+    lines = [ln for ln in (out / "requirements.txt").read_text().splitlines()
+             if ln.strip() and not ln.startswith("#")]
+    package = [ln for ln in lines if ln.startswith("vidya-lab")]
+    assert package == ["vidya-lab @ git+https://github.com/vidya-lab/vidya-lab@main"], package
+    pins = [ln for ln in lines if not ln.startswith("vidya-lab")]
+    assert pins and all(re.fullmatch(r"[A-Za-z0-9_.\-\[\]]+==[0-9][^ ]*", p) for p in pins), pins
+    names = {p.split("==")[0].lower() for p in pins}
+    assert {"jupyterlab", "jupyterlab-myst", "ipykernel", "numpy"} <= names
+    assert not names & {"jupyter-book", "myst-nb", "sphinx"}

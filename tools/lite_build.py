@@ -56,7 +56,7 @@ RUNTIME_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_s
 FRONTEND_ONLY = {"widgetsnbextension", "jupyterlab-widgets"}
 # The Pyodide kernel's name in JupyterLite (the chapters say python3, which JupyterLite lacks).
 LITE_KERNELSPEC = {"name": "python", "display_name": "Python (Pyodide)", "language": "python"}
-PACKAGE_SOURCES = ("pyproject.toml", "README.md", "vidya_lab")
+PACKAGE_SOURCES = ("pyproject.toml", "README.md", "vidya_lab", "jupyter-config")  # all the wheel reads
 
 
 def canonical(name: str) -> str:

@@ -15,6 +15,8 @@ def register(subparsers) -> None:
     p.add_argument("outdir", metavar="OUTDIR", help="folder to write into (created)")
     p.add_argument("--chapters", metavar="DIR",
                    help="folder of NN_*.md chapters (default: the checkout's chapters/)")
+    p.add_argument("--chapter", metavar="N", type=int, action="append", dest="only",
+                   help="release only chapter N (repeat for more; default: every chapter)")
     p.add_argument("--solutions", metavar="DIR",
                    help="also write the complete notebooks, with solutions, into DIR "
                         "(for the instructor; must not be inside OUTDIR)")
@@ -44,7 +46,7 @@ def run(args) -> int:
     roster = read_roster(args.roster) if args.roster else None
     released = release(args.outdir, chapters_dir=args.chapters, exercises_for=exercises_for,
                        solutions_dir=args.solutions, package_spec=args.package, roster=roster,
-                       secret_file=args.secret_file)
+                       secret_file=args.secret_file, only=args.only)
     if args.json:
         print_json([{"chapter": r.chapter, "notebook": str(r.notebook), "title": r.title,
                      "exercises": r.exercise_ids, "problems": r.problems} for r in released])

@@ -38,7 +38,7 @@ from vidya_lab._validate import atomic_write_text, check_output_dir
 from .cellgraph import BOOK_ROLE, source_digest
 from .core import Exercise
 from .givens import chapter_spec, draw_givens, new_secret, read_secret
-from .release_files import default_package_spec, manifest, write_class_files
+from .release_files import default_package_spec, manifest, pins_root, write_class_files
 from .release_text import (
     chapter_problems,
     markdown_leaks,
@@ -167,7 +167,8 @@ def release(outdir: str | Path, chapters_dir: str | Path | None = None,
             exercises_for: Callable[[int], list[Exercise]] | None = None,
             solutions_dir: str | Path | None = None, package_spec: str | None = None,
             roster: Sequence[str] | None = None,
-            secret_file: str | Path | None = None) -> list[ReleasedChapter]:
+            secret_file: str | Path | None = None,
+            only: Sequence[int] | None = None) -> list[ReleasedChapter]:
     """Write the student notebooks and the Binder/LMS files into ``outdir``.
 
     Parameters
@@ -179,6 +180,7 @@ def release(outdir: str | Path, chapters_dir: str | Path | None = None,
     package_spec : the requirement line that installs vidya-lab on Binder.
     roster : student ids: one folder of notebooks each, with that student's own numbers.
     secret_file : the class secret for ``roster`` (created if missing).
+    only : chapter numbers to release (default: every chapter in ``chapters_dir``).
 
     Returns
     -------
@@ -189,12 +191,19 @@ def release(outdir: str | Path, chapters_dir: str | Path | None = None,
     out, sol = _check_outputs(outdir, solutions_dir)
     chapters_dir = Path(chapters_dir) if chapters_dir else repo_chapters_dir()
     files = chapter_files(chapters_dir)
+    if only is not None:
+        wanted = set(only)
+        known = {ch for ch, _ in files}
+        if not wanted or not wanted <= known:
+            raise ValueError(f"only must name chapters in {chapters_dir}: {sorted(known)}, got "
+                             f"{sorted(wanted - known) or 'none'}")
+        files = [(ch, p) for ch, p in files if ch in wanted]
     exercises_for = exercises_for or registry_exercises_for(None)
     secret = _secret_for(secret_file, roster)
     students = list(roster) if roster is not None else [None]
     released = [_release_chapter(ch, path, list(exercises_for(ch)), out, sol, students, secret)
                 for ch, path in files]
-    repo_root = chapters_dir.resolve().parent
+    repo_root = pins_root(chapters_dir.resolve().parent)
     write_class_files(out, repo_root, package_spec or default_package_spec(repo_root),
                       manifest(released, exercises_for))
     return released

@@ -53,9 +53,42 @@ def binder_requirements(repo_root: Path | None, package_spec: str) -> str:
             if name in _BOOK_ONLY:
                 continue
             pins.append(line)
-    else:
-        pins += ["jupyterlab", "ipykernel", "ipywidgets", "numpy", "matplotlib", "simpy", "pandas"]
+    else:  # no checkout to read pins from: what this environment runs, pinned exactly
+        pins += installed_pins(_STUDENT_STACK)
     return "\n".join(lines + pins + [package_spec, ""])
+
+
+#: What a handout's kernel and JupyterLab need when no requirements.txt can be read.
+_STUDENT_STACK = ("jupyterlab", "jupyterlab-myst", "jupytext", "ipykernel", "ipywidgets", "numpy",
+                  "matplotlib", "simpy", "pandas")
+
+
+def installed_pins(names: Sequence[str]) -> list[str]:
+    """``name==version`` for each of ``names`` installed here (the ones that are not: left out)."""
+    import importlib.metadata as md
+
+    pins = []
+    for name in names:
+        try:
+            pins.append(f"{name}=={md.version(name)}")
+        except md.PackageNotFoundError:
+            continue
+    return pins
+
+
+def package_checkout() -> Path | None:
+    """The checkout this package runs from (its requirements.txt and _config.yml), if it is one."""
+    root = Path(__file__).resolve().parents[2]
+    return root if (root / "requirements.txt").is_file() and (root / "pyproject.toml").is_file() \
+        else None
+
+
+def pins_root(repo_root: Path | None) -> Path | None:
+    """Where a release reads its pins and package source from: the chapters' own checkout, else
+    (chapters outside any checkout) the checkout the package runs from, else none."""
+    if repo_root is not None and (repo_root / "requirements.txt").is_file():
+        return repo_root
+    return package_checkout()
 
 
 def default_package_spec(repo_root: Path | None) -> str:
@@ -92,12 +125,12 @@ def manifest(released: Sequence, exercises_for: Callable[[int], list[Exercise]])
             "total_points": sum(nb["points"] for nb in notebooks)}
 
 
-def write_class_files(outdir: Path, repo_root: Path, package_spec: str, info: dict) -> None:
+def write_class_files(outdir: Path, repo_root: Path | None, package_spec: str, info: dict) -> None:
     """``requirements.txt``, ``runtime.txt``, ``manifest.json`` and ``README.md`` in ``outdir``."""
     atomic_write_text(outdir / "requirements.txt", binder_requirements(repo_root, package_spec))
-    runtime = repo_root / "runtime.txt"
+    runtime = repo_root / "runtime.txt" if repo_root else None
     atomic_write_text(outdir / "runtime.txt",
-                      runtime.read_text() if runtime.is_file() else "python-3.11\n")
+                      runtime.read_text() if runtime and runtime.is_file() else "python-3.11\n")
     atomic_write_text(outdir / "manifest.json", json.dumps(info, indent=2) + "\n")
     rows = ["| notebook | exercises | points |", "|---|---|---|"]
     for entry in info["notebooks"]:
