@@ -411,3 +411,28 @@ def test_timeout_error_texts_become_timed_out():
     for text in ("Bad Request", "Server disconnected", "429 Too Many Requests", ""):
         assert outcome_of_error(text) == "rejected", text
     assert math.isnan(traces.read_stream_log(STREAM).timelines.first_token_s[2])
+
+
+VLLM_ZERO = DATA / "vllm_bench" / "serve_zero_output.json"
+
+
+def test_vllm_zero_output_completions_are_finished_and_match_the_files_own_summary(capsys):
+    # issue 30: vLLM counts a success with 0 output tokens as completed (errors "") and puts its
+    # ttft into its statistics; the reader must agree with the file within 1 %
+    from vidya_lab import cli
+
+    doc = json.loads(VLLM_ZERO.read_text())
+    assert cli.main(["slo", str(VLLM_ZERO), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["finished"] == doc["completed"] == 8 and out["rejected"] + out["timed_out"] == 1
+    for ours, theirs in (("ttft_s", "ttft"), ("tpot_s", "tpot")):
+        for stat, key in (("mean", "mean"), ("p50", "median"), ("p99", "p99")):
+            assert out[ours][stat] * 1000 == pytest.approx(doc[f"{key}_{theirs}_ms"], rel=0.01)
+    trace = traces.read_vllm(VLLM_ZERO)
+    zero = [i for i, (e, n) in enumerate(zip(doc["errors"], doc["output_lens"], strict=True))
+            if e == "" and n == 0]
+    assert len(zero) == 2 and all(trace.timelines.finished[zero])
+    assert all(trace.errors[i] == "" for i in zero)
+    assert any("no chunk at all" in c for c in trace.conversions)
+    assert not any("rejected (any other error)" in c and "1 rejected" not in c
+                   for c in trace.conversions)

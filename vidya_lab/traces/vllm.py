@@ -91,7 +91,7 @@ def from_document(name: str, kind: str, doc) -> Trace:
 
 
 def _requests(name: str, cols: dict) -> tuple[list[Request], dict]:
-    notes = {"zero_lens": 0, "tail_s": 0.0}
+    notes = {"zero_lens": 0, "no_chunk": 0, "tail_s": 0.0}
     starts = cols.get("start_times")
     out = []
     for i in range(len(cols["ttfts"])):
@@ -104,10 +104,15 @@ def _requests(name: str, cols: dict) -> tuple[list[Request], dict]:
         sent = _load.number(starts[i], f"{where}: start_times[{i}]") if starts else 0.0
         prompt = (_load.whole(cols["input_lens"][i], f"{where}: input_lens[{i}]")
                   if "input_lens" in cols else None)
-        ok = error == "" and (ttft > 0 or itl.size > 0 or n > 0)
+        # vLLM marks success by an empty error text and counts every success as completed, its
+        # ttft (0.0 when no chunk came) in the TTFT statistics; without an errors list (never
+        # written by vLLM) a request with no time and no token is taken as failed
+        ok = error == "" if "errors" in cols else (ttft > 0 or itl.size > 0 or n > 0)
         chunks = sent + ttft + np.concatenate([[0.0], np.cumsum(itl)]) if ok else ()
         if ok and n == 0:
             notes["zero_lens"] += 1
+            if ttft == 0 and itl.size == 0:
+                notes["no_chunk"] += 1
             n = len(chunks)
         if ok and "latencies" in cols:
             latency = _load.number(cols["latencies"][i], f"{where}: latencies[{i}]", minimum=0.0)
@@ -131,7 +136,12 @@ def _conversions(cols: dict, notes: dict) -> list[str]:
         out.append("arrival_s = start_times - min(start_times) (the client's perf_counter clock)")
     if notes["zero_lens"]:
         out.append(f"{notes['zero_lens']} successful request(s) had output_lens 0 (vLLM counts "
-                   f"tokens with the tokenizer): their chunk count is used as output tokens")
+                   f"tokens with the tokenizer; its errors text is empty, so vLLM counts them "
+                   f"completed): kept as finished, their chunk count used as output tokens")
+    if notes["no_chunk"]:
+        out.append(f"{notes['no_chunk']} of them streamed no chunk at all (ttfts 0.0, itls []): "
+                   f"one empty emission at the send, so their TTFT is 0 s as in vLLM's own TTFT "
+                   f"statistics, and they have no TPOT (one token), as in vLLM's")
     if notes["tail_s"] > 1e-6:
         out.append(f"latencies exceed ttfts + sum(itls) by up to {notes['tail_s']:.3g} s (time "
                    f"after the last chunk): finish_s is the last chunk, as chapter 1 defines it")
