@@ -146,10 +146,18 @@ def test_vllm_detailed_maps_fields_and_failures():
     assert any("perf_counter" in c for c in trace.conversions)
 
 
-def test_vllm_legacy_without_start_times_says_what_it_assumes():
+def test_vllm_legacy_without_start_times_says_what_it_assumes(tmp_path):
+    # a request_rate inf run: vLLM sent everything at once, so the send times ARE known (issue 30)
     trace = traces.read_vllm(VLLM_LEGACY)
-    assert not trace.arrivals_known and np.all(trace.timelines.arrival_s == 0)
-    assert any("no send times" in a and "throughput" in a for a in trace.assumptions)
+    assert trace.arrivals_known and np.all(trace.timelines.arrival_s == 0)
+    assert any("sent every request at once" in a for a in trace.assumptions)
+    # the same file at a finite rate: send times unknown, and said so
+    doc = json.loads(VLLM_LEGACY.read_text())
+    doc["request_rate"] = 4.0
+    (tmp_path / "rate.json").write_text(json.dumps(doc))
+    paced = traces.read_vllm(tmp_path / "rate.json")
+    assert not paced.arrivals_known and np.all(paced.timelines.arrival_s == 0)
+    assert any("no send times" in a and "throughput" in a for a in paced.assumptions)
     # request 1 streamed 8 chunks for 10 tokens: per-token times unknown, ITL measured on chunks
     assert trace.timelines.token_times_s is None
     assert trace.chunks(1).size == 8 and trace.timelines.output_tokens[1] == 10
@@ -436,3 +444,22 @@ def test_vllm_zero_output_completions_are_finished_and_match_the_files_own_summa
     assert any("no chunk at all" in c for c in trace.conversions)
     assert not any("rejected (any other error)" in c and "1 rejected" not in c
                    for c in trace.conversions)
+
+
+def test_vllm_burst_with_max_concurrency_rebuilds_sends_from_the_semaphore(tmp_path):
+    doc = json.loads(VLLM_LEGACY.read_text())
+    doc["max_concurrency"] = 2
+    (tmp_path / "burst2.json").write_text(json.dumps(doc))
+    trace = traces.read_vllm(tmp_path / "burst2.json")
+    took = [t + sum(i) for t, i in zip(doc["ttfts"], doc["itls"], strict=True)]
+    # by hand: two at 0; each next one when the earlier of the two in flight finishes
+    busy, want = [], []
+    for k, d in enumerate(took):
+        sent = 0.0 if k < 2 else sorted(busy).pop(0)
+        if k >= 2:
+            busy.remove(sent)
+        busy.append(sent + d)
+        want.append(sent)
+    assert trace.arrivals_known
+    assert trace.timelines.arrival_s == pytest.approx(np.asarray(want) - min(want))
+    assert any("max_concurrency 2" in a for a in trace.assumptions)

@@ -84,10 +84,64 @@ def from_document(name: str, kind: str, doc) -> Trace:
                              f"the per-request lists must be equally long")
     if count == 0:
         raise ValueError(f"{name}: the vLLM result lists no requests")
+    burst = "start_times" not in cols and _is_burst(doc)
+    if burst:
+        cols["start_times"] = burst_send_times(cols, doc.get("max_concurrency"))
     requests, notes = _requests(name, cols)
+    assumptions = _assumptions(cols)
+    if burst:
+        assumptions = [a for a in assumptions if not a.startswith("this result has no start_")]
+        assumptions.append(_burst_note(doc.get("max_concurrency")))
     return build_trace(name, FORMAT, requests, arrivals_known="start_times" in cols,
-                       conversions=_conversions(cols, notes), assumptions=_assumptions(cols),
+                       conversions=_conversions(cols, notes), assumptions=assumptions,
                        metadata=_metadata(doc))
+
+
+def _is_burst(doc: dict) -> bool:
+    """``request_rate`` ``"inf"`` (or infinite): vLLM sends every request at once."""
+    rate = doc.get("request_rate")
+    if isinstance(rate, str):
+        return rate.strip().lower() in ("inf", "infinity")
+    return isinstance(rate, float) and math.isinf(rate) and rate > 0
+
+
+def burst_send_times(cols: dict, max_concurrency) -> list[float]:
+    """Send times of a ``request_rate inf`` run without ``start_times``, seconds from the start.
+
+    vLLM's client then sends every request at once (``get_request`` does not wait when the rate
+    is infinite), or, with ``--max-concurrency N``, N at once and each next one, in list order,
+    when a slot frees (an ``asyncio.Semaphore``): a slot frees at send + latency (``latencies``,
+    else ttft + the sum of itls; a failed request frees it at once).
+    """
+    n = len(cols["ttfts"])
+    if not isinstance(max_concurrency, int) or isinstance(max_concurrency, bool) \
+            or max_concurrency < 1 or max_concurrency >= n:
+        return [0.0] * n
+    import heapq
+
+    lat = cols.get("latencies")
+    busy: list[float] = []
+    out = []
+    for i in range(n):
+        sent = heapq.heappop(busy) if len(busy) >= max_concurrency else 0.0
+        try:
+            took = float(lat[i]) if lat is not None else \
+                float(cols["ttfts"][i]) + float(sum(cols["itls"][i]))
+        except (TypeError, ValueError):
+            took = 0.0  # the reader names the bad value when it reads the request
+        heapq.heappush(busy, sent + max(0.0, took))
+        out.append(sent)
+    return out
+
+
+def _burst_note(max_concurrency) -> str:
+    if isinstance(max_concurrency, int) and not isinstance(max_concurrency, bool):
+        return (f"request_rate inf with max_concurrency {max_concurrency} and no start_times: "
+                f"the first {max_concurrency} requests are sent at 0 s and each next one, in "
+                f"list order, when a request in flight finishes (vLLM's semaphore), so the "
+                f"send times are rebuilt from the latencies")
+    return ("request_rate inf and no start_times: vLLM sent every request at once, so every "
+            "send time is 0 s (a burst: the concurrency is the number of requests)")
 
 
 def _requests(name: str, cols: dict) -> tuple[list[Request], dict]:
