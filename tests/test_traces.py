@@ -463,3 +463,33 @@ def test_vllm_burst_with_max_concurrency_rebuilds_sends_from_the_semaphore(tmp_p
     assert trace.arrivals_known
     assert trace.timelines.arrival_s == pytest.approx(np.asarray(want) - min(want))
     assert any("max_concurrency 2" in a for a in trace.assumptions)
+
+
+AIPERF = DATA / "aiperf" / "profile_export.jsonl"
+
+
+def test_aiperf_profile_export_jsonl_is_detected_and_read():
+    assert traces.detect_format(AIPERF) == "aiperf"
+    trace = traces.read_trace(AIPERF)
+    t = trace.timelines
+    assert len(t) == 3  # the warm-up record is left out
+    assert list(t.finished) == [True, True, False]
+    assert "RequestCancellationError" in trace.errors[2]
+    assert t.arrival_s == pytest.approx([0.0, 0.5, 1.0])
+    assert t.first_token_s[0] == pytest.approx(0.255886568)
+    gaps = [4.898437, 5.316006, 4.801489, 5.674918, 4.811467, 5.097998, 5.504797, 5.533548]
+    assert t.finish_s[0] == pytest.approx(0.255886568 + sum(gaps) / 1000)
+    assert list(t.output_tokens[:2]) == [9, 4] and list(trace.prompt_tokens) == [550, 128, 550]
+    s = trace.summary()
+    assert s["tpot_s"]["mean"] == pytest.approx((sum(gaps) / 1000 / 8 + 0.060 / 3) / 2)
+    assert any("warm-up" in c for c in trace.conversions)
+
+
+def test_aiperf_bad_record_names_the_line(tmp_path):
+    p = tmp_path / "profile_export.jsonl"
+    lines = AIPERF.read_text().splitlines()
+    rec = json.loads(lines[1])
+    rec["metrics"]["time_to_first_token"]["unit"] = "fortnights"
+    p.write_text("\n".join([lines[2], json.dumps(rec)]) + "\n")
+    with pytest.raises(ValueError, match=r"line 2: metrics.time_to_first_token has unit"):
+        traces.read_trace(p)
