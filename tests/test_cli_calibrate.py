@@ -179,3 +179,31 @@ def test_every_command_refuses_a_bad_calibration_before_working(capsys, tmp_path
     argv = COMMANDS.get(cmd, ["plan", "--gpus", GPU, "--precisions", "bf16", "--no-risks"])
     err = _error(capsys, [*argv, "--calibration", str(path)])
     assert str(path) in err and expected in err
+
+
+def _as_saved_without_send_times(path, rate):
+    """A vLLM result as an older client saved it: no start_times, latencies or queue_times."""
+    doc = json.loads(path.read_text())
+    for key in ("start_times", "latencies", "queue_times"):
+        doc.pop(key, None)
+    doc["request_rate"], doc["max_concurrency"] = rate, None
+    path.write_text(json.dumps(doc))
+
+
+def test_calibrate_fits_a_request_rate_inf_burst_from_its_known_concurrency(capsys, tmp_path):
+    # issue 30: a burst at t = 0 is a known concurrency (every request in flight at once)
+    paths = write_runs("vllm", tmp_path, runs=("short", "long"))
+    for p in paths:
+        _as_saved_without_send_times(p, "inf")
+    doc = _json(capsys, ["calibrate", *map(str, paths), "--model", MODEL, "--gpu", GPU,
+                         "--tp", "1", "--out", str(tmp_path / "burst.json"), "--json"])
+    assert all(i["arrivals_known"] for i in doc["inputs"])
+    assert all(i["observations"].get("decode_step", 0) > 0 for i in doc["inputs"])
+    assert doc["parameters"]["memory_efficiency"] == pytest.approx(TRUE["memory_efficiency"],
+                                                                   rel=0.1)
+    # the same files at a finite rate with no send times constrain nothing, and say why
+    for p in paths:
+        _as_saved_without_send_times(p, 4.0)
+    err = _error(capsys, ["calibrate", *map(str, paths), "--model", MODEL, "--gpu", GPU,
+                          "--tp", "1", "--out", str(tmp_path / "x.json")])
+    assert "constrain nothing" in err and "no send times" in err

@@ -146,10 +146,18 @@ def test_vllm_detailed_maps_fields_and_failures():
     assert any("perf_counter" in c for c in trace.conversions)
 
 
-def test_vllm_legacy_without_start_times_says_what_it_assumes():
+def test_vllm_legacy_without_start_times_says_what_it_assumes(tmp_path):
+    # a request_rate inf run: vLLM sent everything at once, so the send times ARE known (issue 30)
     trace = traces.read_vllm(VLLM_LEGACY)
-    assert not trace.arrivals_known and np.all(trace.timelines.arrival_s == 0)
-    assert any("no send times" in a and "throughput" in a for a in trace.assumptions)
+    assert trace.arrivals_known and np.all(trace.timelines.arrival_s == 0)
+    assert any("sent every request at once" in a for a in trace.assumptions)
+    # the same file at a finite rate: send times unknown, and said so
+    doc = json.loads(VLLM_LEGACY.read_text())
+    doc["request_rate"] = 4.0
+    (tmp_path / "rate.json").write_text(json.dumps(doc))
+    paced = traces.read_vllm(tmp_path / "rate.json")
+    assert not paced.arrivals_known and np.all(paced.timelines.arrival_s == 0)
+    assert any("no send times" in a and "throughput" in a for a in paced.assumptions)
     # request 1 streamed 8 chunks for 10 tokens: per-token times unknown, ITL measured on chunks
     assert trace.timelines.token_times_s is None
     assert trace.chunks(1).size == 8 and trace.timelines.output_tokens[1] == 10
@@ -411,3 +419,77 @@ def test_timeout_error_texts_become_timed_out():
     for text in ("Bad Request", "Server disconnected", "429 Too Many Requests", ""):
         assert outcome_of_error(text) == "rejected", text
     assert math.isnan(traces.read_stream_log(STREAM).timelines.first_token_s[2])
+
+
+VLLM_ZERO = DATA / "vllm_bench" / "serve_zero_output.json"
+
+
+def test_vllm_zero_output_completions_are_finished_and_match_the_files_own_summary(capsys):
+    # issue 30: vLLM counts a success with 0 output tokens as completed (errors "") and puts its
+    # ttft into its statistics; the reader must agree with the file within 1 %
+    from vidya_lab import cli
+
+    doc = json.loads(VLLM_ZERO.read_text())
+    assert cli.main(["slo", str(VLLM_ZERO), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["finished"] == doc["completed"] == 8 and out["rejected"] + out["timed_out"] == 1
+    for ours, theirs in (("ttft_s", "ttft"), ("tpot_s", "tpot")):
+        for stat, key in (("mean", "mean"), ("p50", "median"), ("p99", "p99")):
+            assert out[ours][stat] * 1000 == pytest.approx(doc[f"{key}_{theirs}_ms"], rel=0.01)
+    trace = traces.read_vllm(VLLM_ZERO)
+    zero = [i for i, (e, n) in enumerate(zip(doc["errors"], doc["output_lens"], strict=True))
+            if e == "" and n == 0]
+    assert len(zero) == 2 and all(trace.timelines.finished[zero])
+    assert all(trace.errors[i] == "" for i in zero)
+    assert any("no chunk at all" in c for c in trace.conversions)
+    assert not any("rejected (any other error)" in c and "1 rejected" not in c
+                   for c in trace.conversions)
+
+
+def test_vllm_burst_with_max_concurrency_rebuilds_sends_from_the_semaphore(tmp_path):
+    doc = json.loads(VLLM_LEGACY.read_text())
+    doc["max_concurrency"] = 2
+    (tmp_path / "burst2.json").write_text(json.dumps(doc))
+    trace = traces.read_vllm(tmp_path / "burst2.json")
+    took = [t + sum(i) for t, i in zip(doc["ttfts"], doc["itls"], strict=True)]
+    # by hand: two at 0; each next one when the earlier of the two in flight finishes
+    busy, want = [], []
+    for k, d in enumerate(took):
+        sent = 0.0 if k < 2 else sorted(busy).pop(0)
+        if k >= 2:
+            busy.remove(sent)
+        busy.append(sent + d)
+        want.append(sent)
+    assert trace.arrivals_known
+    assert trace.timelines.arrival_s == pytest.approx(np.asarray(want) - min(want))
+    assert any("max_concurrency 2" in a for a in trace.assumptions)
+
+
+AIPERF = DATA / "aiperf" / "profile_export.jsonl"
+
+
+def test_aiperf_profile_export_jsonl_is_detected_and_read():
+    assert traces.detect_format(AIPERF) == "aiperf"
+    trace = traces.read_trace(AIPERF)
+    t = trace.timelines
+    assert len(t) == 3  # the warm-up record is left out
+    assert list(t.finished) == [True, True, False]
+    assert "RequestCancellationError" in trace.errors[2]
+    assert t.arrival_s == pytest.approx([0.0, 0.5, 1.0])
+    assert t.first_token_s[0] == pytest.approx(0.255886568)
+    gaps = [4.898437, 5.316006, 4.801489, 5.674918, 4.811467, 5.097998, 5.504797, 5.533548]
+    assert t.finish_s[0] == pytest.approx(0.255886568 + sum(gaps) / 1000)
+    assert list(t.output_tokens[:2]) == [9, 4] and list(trace.prompt_tokens) == [550, 128, 550]
+    s = trace.summary()
+    assert s["tpot_s"]["mean"] == pytest.approx((sum(gaps) / 1000 / 8 + 0.060 / 3) / 2)
+    assert any("warm-up" in c for c in trace.conversions)
+
+
+def test_aiperf_bad_record_names_the_line(tmp_path):
+    p = tmp_path / "profile_export.jsonl"
+    lines = AIPERF.read_text().splitlines()
+    rec = json.loads(lines[1])
+    rec["metrics"]["time_to_first_token"]["unit"] = "fortnights"
+    p.write_text("\n".join([lines[2], json.dumps(rec)]) + "\n")
+    with pytest.raises(ValueError, match=r"line 2: metrics.time_to_first_token has unit"):
+        traces.read_trace(p)

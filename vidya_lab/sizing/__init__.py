@@ -24,6 +24,7 @@ from vidya_lab.catalog import (  # re-exported: callers look models up through s
     get_gpu,
     get_model,
 )
+from vidya_lab.sizing.bound import physical_bound, roofline_output_tokens_per_s
 from vidya_lab.sizing.cost import StepCost, iteration_breakdown, iteration_time_s, prefill_work
 from vidya_lab.sizing.efficiency import (
     CALIBRATION_FILE,
@@ -85,7 +86,7 @@ __all__ = [
     "decode_step_time_s", "decode_steps_time_s", "default_kv_precision", "engine_defaults",
     "estimate", "fitted_calibration", "get_gpu", "get_model", "gpus_for_peak_load", "is_extrapolated", "iteration_breakdown",
     "iteration_time_s", "kv_bytes_per_token", "kv_rounding_waste_fraction", "load_calibration_file",
-    "max_concurrent_sequences", "memory_breakdown", "prefill_time_s", "prefill_work", "replica",
-    "saturated_throughput", "slo_batch", "steady_tpot_s", "throughput_latency_curve",
+    "max_concurrent_sequences", "memory_breakdown", "physical_bound", "prefill_time_s", "prefill_work", "replica",
+    "roofline_output_tokens_per_s", "saturated_throughput", "slo_batch", "steady_tpot_s", "throughput_latency_curve",
     "timed_gpus", "ttft_s", "weights_bytes",
 ]

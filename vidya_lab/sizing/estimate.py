@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from vidya_lab import _validate as v
-from vidya_lab.sizing.efficiency import PHYSICAL
+from vidya_lab.sizing.bound import roofline_output_tokens_per_s
 from vidya_lab.sizing.latency import MAX_TOKENS, decode_step_time_s, ttft_s
 from vidya_lab.sizing.memory import kv_bytes_per_token, weights_bytes
 from vidya_lab.sizing.replica import MAX_NUM_SEQS, Replica, max_concurrent_sequences
@@ -46,7 +46,9 @@ def estimate(model, gpu, *, gpus: int = 1, tp: int = 1, pp: int = 1, precision: 
     ``ttft_s`` (one isl-token request on an idle replica), ``tpot_s`` (decode step at ``batch``
     concurrent sequences of mean context isl + osl/2), ``max_output_tokens_per_s`` (calibrated,
     saturated continuous batching, all ``gpus`` together: replicas = gpus ÷ (tp × pp)),
-    ``roofline_output_tokens_per_s`` (the same with efficiencies 1 at peak bandwidth); then
+    ``roofline_output_tokens_per_s`` (the physical bound of each replica's GPUs, all replicas
+    together: every byte not holding weights holds KV, peak bandwidth and FLOPs, no overheads —
+    :func:`~vidya_lab.sizing.bound.physical_bound`; no engine can beat it); then
     ``hbm_bytes`` (the memory the device reports), ``kv_budget_bytes_per_gpu``,
     ``max_num_seqs``, ``max_batched_tokens`` (the engine limits used), ``calibration`` (its name) and
     ``extrapolated`` (True when the GPU type has no published timing row behind the calibration).
@@ -87,7 +89,7 @@ def estimate(model, gpu, *, gpus: int = 1, tp: int = 1, pp: int = 1, precision: 
     out["ttft_s"] = ttft_s(r, isl)
     out["tpot_s"] = decode_step_time_s(r, batch, isl + osl // 2)
     out["max_output_tokens_per_s"] = replicas * saturated_throughput(r, isl, osl)["output_tokens_per_s"]
-    bound = r.with_calibration(PHYSICAL)
-    out["roofline_output_tokens_per_s"] = replicas * saturated_throughput(bound, isl, osl)[
-        "output_tokens_per_s"]
+    out["roofline_output_tokens_per_s"] = replicas * roofline_output_tokens_per_s(
+        r.model, r.gpu, gpus=r.n_gpus, precision=r.precision, kv_precision=r.kv_precision,
+        isl=isl, osl=osl)
     return out

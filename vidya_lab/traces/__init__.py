@@ -16,6 +16,8 @@ format          file                                               reader / writ
                                                                    :func:`write_llmperf`
 ``stream-log``  any client's JSON-lines streaming log              :func:`read_stream_log`,
                 (layout in :mod:`vidya_lab.traces.stream_log`)     :func:`write_stream_log`
+``aiperf``      AIPerf's ``profile_export.jsonl`` (AIPerf is        :func:`read_aiperf`
+                GenAI-Perf's successor)
 ``csv``         vidya-lab's trace CSV                              ``slo.read_trace_csv``
 ==============  =================================================  ============================
 
@@ -30,9 +32,10 @@ from __future__ import annotations
 import numpy as np
 
 from vidya_lab import slo
-from vidya_lab.traces import _load, genai_perf, llmperf, stream_log, vllm
+from vidya_lab.traces import _load, aiperf, genai_perf, llmperf, stream_log, vllm
 from vidya_lab.traces._load import MAX_TRACE_BYTES
 from vidya_lab.traces._trace import Trace
+from vidya_lab.traces.aiperf import read_aiperf
 from vidya_lab.traces.detect import FORMATS, detect_format, format_of
 from vidya_lab.traces.genai_perf import read_genai_perf, write_genai_perf
 from vidya_lab.traces.llmperf import read_llmperf, write_llmperf
@@ -40,6 +43,7 @@ from vidya_lab.traces.stream_log import read_stream_log, write_stream_log
 from vidya_lab.traces.vllm import read_vllm, write_vllm
 
 __all__ = ["FORMATS", "MAX_TRACE_BYTES", "Trace", "detect_format", "read_trace", "read_vllm",
+           "read_aiperf",
            "read_genai_perf", "read_llmperf", "read_stream_log", "write_vllm",
            "write_genai_perf", "write_llmperf", "write_stream_log", "WRITERS"]
 
@@ -76,7 +80,7 @@ def read_trace(path, format: str | None = None, *, experiment: int | None = None
         return genai_perf.from_document(name, kind, doc, experiment=experiment)
     if experiment is not None:
         raise ValueError(f"experiment is only for GenAI-Perf exports; {name} is {fmt}")
-    module = {"vllm": vllm, "llmperf": llmperf, "stream-log": stream_log}[fmt]
+    module = {"vllm": vllm, "llmperf": llmperf, "stream-log": stream_log, "aiperf": aiperf}[fmt]
     return module.from_document(name, kind, doc)
 
 

@@ -9,14 +9,16 @@ vllm          a JSON object with ``ttfts`` (or vLLM's aggregates ``mean_ttft_ms`
 genai-perf    a JSON object with ``experiments`` (or GenAI-Perf's summary metrics)
 llmperf       a JSON list of objects with ``ttft_s`` (or LLMPerf's summary object)
 stream-log    JSON lines (or one object) with ``chunk_times_s`` or the stream-log header
+aiperf        JSON lines (or one object) with ``metadata.request_start_ns`` and ``metrics``
+              (AIPerf's ``profile_export.jsonl``; AIPerf is GenAI-Perf's successor)
 ============  ==========================================================================
 """
 
 from __future__ import annotations
 
-from vidya_lab.traces import _load
+from vidya_lab.traces import _load, aiperf
 
-FORMATS: tuple[str, ...] = ("csv", "vllm", "genai-perf", "llmperf", "stream-log")
+FORMATS: tuple[str, ...] = ("csv", "vllm", "genai-perf", "llmperf", "stream-log", "aiperf")
 
 
 def detect_format(path) -> str:
@@ -34,10 +36,14 @@ def format_of(name: str, kind: str, doc) -> str:
         first = doc[0][1] if doc else {}
         if first.get("format") == "vidya-lab-stream-log" or "chunk_times_s" in first:
             return "stream-log"
+        if aiperf.is_record(first):
+            return "aiperf"
     elif isinstance(doc, list):
         if doc and isinstance(doc[0], dict) and "ttft_s" in doc[0]:
             return "llmperf"
     elif isinstance(doc, dict):
+        if aiperf.is_record(doc):
+            return "aiperf"
         if "experiments" in doc or "time_to_first_token" in doc or "request_latency" in doc:
             return "genai-perf"
         if any(k in doc for k in ("ttfts", "mean_ttft_ms", "request_throughput")):
@@ -48,5 +54,5 @@ def format_of(name: str, kind: str, doc) -> str:
         if doc.get("format") == "vidya-lab-stream-log" or "chunk_times_s" in doc:
             return "stream-log"
     raise ValueError(f"{name}: cannot tell which tool wrote this file (not a trace CSV, a vLLM "
-                     f"result, a GenAI-Perf profile export, LLMPerf individual responses or a "
-                     f"streaming log); name it with --format")
+                     f"result, a GenAI-Perf profile export, an AIPerf profile_export.jsonl, LLMPerf "
+                     f"individual responses or a streaming log); name it with --format")

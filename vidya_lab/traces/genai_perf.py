@@ -53,8 +53,9 @@ def from_document(name: str, kind: str, doc, *, experiment: int | None = None) -
                          f"service_kind and experiments)")
     if "experiments" not in doc:
         if any(k in doc for k in ("time_to_first_token", "request_latency", "inter_token_latency")):
-            raise ValueError(f"{name}: this is GenAI-Perf's summary (aggregates only); read "
-                             f"profile_export.json, the per-request export beside it")
+            raise ValueError(f"{name}: this is a summary (aggregates only); read the per-request "
+                             f"export beside it: profile_export.json (GenAI-Perf) or "
+                             f"profile_export.jsonl (AIPerf, GenAI-Perf's successor)")
         raise ValueError(f"{name}: not a GenAI-Perf profile export: missing experiments")
     exp = _experiment(name, doc["experiments"], experiment)
     service = doc.get("service_kind", "openai")

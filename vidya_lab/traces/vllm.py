@@ -84,14 +84,68 @@ def from_document(name: str, kind: str, doc) -> Trace:
                              f"the per-request lists must be equally long")
     if count == 0:
         raise ValueError(f"{name}: the vLLM result lists no requests")
+    burst = "start_times" not in cols and _is_burst(doc)
+    if burst:
+        cols["start_times"] = burst_send_times(cols, doc.get("max_concurrency"))
     requests, notes = _requests(name, cols)
+    assumptions = _assumptions(cols)
+    if burst:
+        assumptions = [a for a in assumptions if not a.startswith("this result has no start_")]
+        assumptions.append(_burst_note(doc.get("max_concurrency")))
     return build_trace(name, FORMAT, requests, arrivals_known="start_times" in cols,
-                       conversions=_conversions(cols, notes), assumptions=_assumptions(cols),
+                       conversions=_conversions(cols, notes), assumptions=assumptions,
                        metadata=_metadata(doc))
 
 
+def _is_burst(doc: dict) -> bool:
+    """``request_rate`` ``"inf"`` (or infinite): vLLM sends every request at once."""
+    rate = doc.get("request_rate")
+    if isinstance(rate, str):
+        return rate.strip().lower() in ("inf", "infinity")
+    return isinstance(rate, float) and math.isinf(rate) and rate > 0
+
+
+def burst_send_times(cols: dict, max_concurrency) -> list[float]:
+    """Send times of a ``request_rate inf`` run without ``start_times``, seconds from the start.
+
+    vLLM's client then sends every request at once (``get_request`` does not wait when the rate
+    is infinite), or, with ``--max-concurrency N``, N at once and each next one, in list order,
+    when a slot frees (an ``asyncio.Semaphore``): a slot frees at send + latency (``latencies``,
+    else ttft + the sum of itls; a failed request frees it at once).
+    """
+    n = len(cols["ttfts"])
+    if not isinstance(max_concurrency, int) or isinstance(max_concurrency, bool) \
+            or max_concurrency < 1 or max_concurrency >= n:
+        return [0.0] * n
+    import heapq
+
+    lat = cols.get("latencies")
+    busy: list[float] = []
+    out = []
+    for i in range(n):
+        sent = heapq.heappop(busy) if len(busy) >= max_concurrency else 0.0
+        try:
+            took = float(lat[i]) if lat is not None else \
+                float(cols["ttfts"][i]) + float(sum(cols["itls"][i]))
+        except (TypeError, ValueError):
+            took = 0.0  # the reader names the bad value when it reads the request
+        heapq.heappush(busy, sent + max(0.0, took))
+        out.append(sent)
+    return out
+
+
+def _burst_note(max_concurrency) -> str:
+    if isinstance(max_concurrency, int) and not isinstance(max_concurrency, bool):
+        return (f"request_rate inf with max_concurrency {max_concurrency} and no start_times: "
+                f"the first {max_concurrency} requests are sent at 0 s and each next one, in "
+                f"list order, when a request in flight finishes (vLLM's semaphore), so the "
+                f"send times are rebuilt from the latencies")
+    return ("request_rate inf and no start_times: vLLM sent every request at once, so every "
+            "send time is 0 s (a burst: the concurrency is the number of requests)")
+
+
 def _requests(name: str, cols: dict) -> tuple[list[Request], dict]:
-    notes = {"zero_lens": 0, "tail_s": 0.0}
+    notes = {"zero_lens": 0, "no_chunk": 0, "tail_s": 0.0}
     starts = cols.get("start_times")
     out = []
     for i in range(len(cols["ttfts"])):
@@ -104,10 +158,15 @@ def _requests(name: str, cols: dict) -> tuple[list[Request], dict]:
         sent = _load.number(starts[i], f"{where}: start_times[{i}]") if starts else 0.0
         prompt = (_load.whole(cols["input_lens"][i], f"{where}: input_lens[{i}]")
                   if "input_lens" in cols else None)
-        ok = error == "" and (ttft > 0 or itl.size > 0 or n > 0)
+        # vLLM marks success by an empty error text and counts every success as completed, its
+        # ttft (0.0 when no chunk came) in the TTFT statistics; without an errors list (never
+        # written by vLLM) a request with no time and no token is taken as failed
+        ok = error == "" if "errors" in cols else (ttft > 0 or itl.size > 0 or n > 0)
         chunks = sent + ttft + np.concatenate([[0.0], np.cumsum(itl)]) if ok else ()
         if ok and n == 0:
             notes["zero_lens"] += 1
+            if ttft == 0 and itl.size == 0:
+                notes["no_chunk"] += 1
             n = len(chunks)
         if ok and "latencies" in cols:
             latency = _load.number(cols["latencies"][i], f"{where}: latencies[{i}]", minimum=0.0)
@@ -131,7 +190,12 @@ def _conversions(cols: dict, notes: dict) -> list[str]:
         out.append("arrival_s = start_times - min(start_times) (the client's perf_counter clock)")
     if notes["zero_lens"]:
         out.append(f"{notes['zero_lens']} successful request(s) had output_lens 0 (vLLM counts "
-                   f"tokens with the tokenizer): their chunk count is used as output tokens")
+                   f"tokens with the tokenizer; its errors text is empty, so vLLM counts them "
+                   f"completed): kept as finished, their chunk count used as output tokens")
+    if notes["no_chunk"]:
+        out.append(f"{notes['no_chunk']} of them streamed no chunk at all (ttfts 0.0, itls []): "
+                   f"one empty emission at the send, so their TTFT is 0 s as in vLLM's own TTFT "
+                   f"statistics, and they have no TPOT (one token), as in vLLM's")
     if notes["tail_s"] > 1e-6:
         out.append(f"latencies exceed ttfts + sum(itls) by up to {notes['tail_s']:.3g} s (time "
                    f"after the last chunk): finish_s is the last chunk, as chapter 1 defines it")
