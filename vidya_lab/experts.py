@@ -79,7 +79,7 @@ def expert_layout(model, n: int, precision: str = "bf16") -> dict:
         raise ValueError(f"{m.id} is dense (one MLP per layer): expert parallelism needs an MoE model")
     n = _degree("n", n, m)
     b = bytes_per_element(precision)
-    experts = m.n_layers * m.n_experts * m.expert_params()
+    experts = m.n_moe_layers * m.n_experts * m.expert_params()  # routed; shared ones are dense
     dense = m.total_params() - experts
     ep = dense + experts / n
     tp = par.weight_params_per_gpu(m, n) if m.n_heads % n == 0 else math.nan
