@@ -111,3 +111,38 @@ def test_cli_models_lists_them_and_estimate_reports_capped_kv(capsys):
     import json
     est = json.loads(capsys.readouterr().out)
     assert est["kv_bytes_per_token"] == 73_728 and est["kv_bytes_per_token_at_context"] == 37_440
+
+
+def test_experts_touched_by_one_token_and_by_many():
+    # one token hits k experts spread over n ranks: k/n per rank; very many tokens hit all E/n
+    assert experts.experts_touched_per_gpu("deepseek-v3", 1, 8) == pytest.approx(8 / 8)
+    assert experts.experts_touched_per_gpu("deepseek-v3", 100_000, 8) == pytest.approx(32)
+    assert experts.experts_touched_per_gpu("gpt-oss-120b", 1, 1) == pytest.approx(4)
+
+
+def test_ep_layouts_rank_fitting_first_and_by_throughput_per_gpu():
+    ranked = experts.ep_layouts("deepseek-v3", "h200", batch=64, context_tokens=3900)
+    fits = [x["fits"] for x in ranked]
+    assert fits == sorted(fits, reverse=True)
+    speeds = [x["tokens_per_s_per_gpu"] for x in ranked if x["fits"]]
+    assert speeds == sorted(speeds, reverse=True)
+    # 671 GB of fp8 weights do not fit on fewer than 8 H200s (141 GB each)
+    assert all(not x["fits"] for x in ranked if x["gpus"] < 8)
+    for x in ranked:  # EP keeps the dense part whole: more weights per GPU than TP at equal n
+        twin = [y for y in ranked if y["gpus"] == x["gpus"] and y["kind"] != x["kind"]]
+        if x["kind"] == "ep" and twin and x["gpus"] > 1:
+            assert x["weights_bytes_per_gpu"] > twin[0]["weights_bytes_per_gpu"]
+            # and moves 2n/k times fewer bytes (k = 8): more at n = 2, equal at 4 (where one
+            # all-to-all latency beats two ring all-reduces), fewer beyond
+            assert (x["comm_s"] < twin[0]["comm_s"]) == (x["gpus"] >= 4), x["gpus"]
+
+
+def test_cli_layouts_ep_names_an_ep_winner_for_deepseek(capsys):
+    import json
+    assert main(["layouts", "--model", "deepseek-v3", "--gpu", "h200", "--ep", "--precision",
+                 "fp8", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["winner"]["kind"] == "ep" and out["winner"]["ep"] == 8
+    assert out["why"].startswith("EP=8 wins")
+    assert main(["layouts", "--model", "llama-3.1-70b", "--gpu", "h200", "--ep"]) == 2
+    assert "dense" in capsys.readouterr().err
