@@ -106,6 +106,7 @@ def test_cli_models_lists_them_and_estimate_reports_capped_kv(capsys):
     out = capsys.readouterr().out
     for mid in ("deepseek-v3", "gpt-oss-120b", "qwen3-30b-a3b", "qwen3-235b-a22b"):
         assert mid in out
+    assert "mla 512+64" in out and "18/36 sliding 128" in out
     assert main(["estimate", "--model", "gpt-oss-120b", "--gpu", "h200", "--isl", "8000",
                  "--osl", "192", "--precision", "fp8", "--kv-precision", "bf16", "--json"]) == 0
     import json
