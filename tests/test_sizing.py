@@ -373,6 +373,12 @@ KV_BF16 = {
     "llama-3.3-70b": 327_680,
     "opt-13b": 819_200,
     "mixtral-8x7b": 2 * 32 * 8 * 128 * 2,  # 131,072
+    # MLA: layers x (kv_lora_rank + qk_rope_head_dim) x 2 bytes, no K/V factor (test_models_2026)
+    "deepseek-v3": 61 * (512 + 64) * 2,  # 70,272
+    # every layer counted whole (the uncapped figure; the window cap is in test_models_2026)
+    "gpt-oss-120b": 2 * 36 * 8 * 64 * 2,  # 73,728
+    "qwen3-30b-a3b": 2 * 48 * 4 * 128 * 2,  # 98,304
+    "qwen3-235b-a22b": 2 * 94 * 4 * 128 * 2,  # 192,512
 }
 
 

@@ -79,7 +79,7 @@ def expert_layout(model, n: int, precision: str = "bf16") -> dict:
         raise ValueError(f"{m.id} is dense (one MLP per layer): expert parallelism needs an MoE model")
     n = _degree("n", n, m)
     b = bytes_per_element(precision)
-    experts = m.n_layers * m.n_experts * m.expert_params()
+    experts = m.n_moe_layers * m.n_experts * m.expert_params()  # routed; shared ones are dense
     dense = m.total_params() - experts
     ep = dense + experts / n
     tp = par.weight_params_per_gpu(m, n) if m.n_heads % n == 0 else math.nan
@@ -215,3 +215,92 @@ def adapter_budget(r: sizing.Replica, adapters: int, rank: int, targets=LORA_TAR
         typical = v.check_int("typical_tokens", typical_tokens, minimum=1, maximum=MAX_TOKENS)
         out["typical_displaced"] = out["kv_tokens_displaced"] / typical
     return out
+
+
+# ----------------------------------------------------------------------------- 4. EP layouts
+
+#: GPU counts :func:`ep_layouts` tries for one replica (powers of two up to four 8-GPU nodes).
+EP_GROUP_SIZES = (1, 2, 4, 8, 16, 32)
+
+
+def experts_touched_per_gpu(model, tokens: int, n: int) -> float:
+    """Expected distinct experts of one layer that ``tokens`` tokens hit on one of n EP ranks.
+
+    Formula: (E/n)·(1 − (1 − k/E)^T) under uniform routing (each token picks k of E experts): a
+    decode step reads only the experts some token routed to, so at small batches an MoE model reads
+    far fewer bytes than it stores.
+    """
+    m = _model(model)
+    t = v.check_int("tokens", tokens, minimum=1, maximum=MAX_TOKENS)
+    n = _degree("n", n, m)
+    return (m.n_experts / n) * (1.0 - (1.0 - m.experts_per_token / m.n_experts) ** t)
+
+
+def ep_layouts(model, gpu, *, batch: int, context_tokens: int, precision: str = "fp8",
+               kv_precision: str = "bf16", sizes=EP_GROUP_SIZES) -> list[dict]:
+    """Rank expert-parallel (EP = n, attention data-parallel) against tensor-parallel (TP = n)
+    layouts of an MoE model for a decode step of ``batch`` sequences of ``context_tokens`` tokens
+    per replica; a bandwidth roofline, not the calibrated cost model.
+
+    Per GPU and step: weight bytes read (the dense part — whole under EP, 1/n under TP — plus the
+    experts some token hit, :func:`experts_touched_per_gpu`), KV bytes read (its share of the batch
+    under EP, every sequence's 1/n of heads under TP; an MLA latent is not split by TP), divided by the
+    GPU's achievable bandwidth, plus the MoE layers' communication (:func:`moe_exchange`: two
+    all-to-alls for EP, two all-reduces for TP) over NVLink within 8 GPUs and over
+    :data:`~vidya_lab.catalog.DEFAULT_INTER_NODE_LINK` beyond. A layout fits when weights plus the
+    batch's KV fit in 90% of the GPU's memory. Each dict: ``kind`` ("ep" or "tp"), ``ep``, ``tp``,
+    ``gpus``, ``weights_bytes_per_gpu``, ``kv_bytes_per_gpu``, ``fits``, ``step_s`` (seconds),
+    ``comm_s``, ``tokens_per_s_per_gpu``; fitting layouts first, by tokens/s per GPU.
+    """
+    from vidya_lab.catalog import DEFAULT_INTER_NODE_LINK, get_gpu
+    m, g = _model(model), get_gpu(gpu)
+    if not m.is_moe:
+        raise ValueError(f"{m.id} is dense (one MLP per layer): expert parallelism needs an MoE model")
+    b = v.check_int("batch", batch, minimum=1, maximum=MAX_TOKENS)
+    ctx = v.check_int("context_tokens", context_tokens, minimum=1, maximum=MAX_TOKENS)
+    wb = bytes_per_element(precision)
+    kv_token = sizing.kv_bytes_per_token(m, kv_precision, context_tokens=ctx)
+    out = []
+    for n in sizes:
+        if m.n_experts % n:
+            continue
+        lay = expert_layout(m, n, precision)
+        link = g.intra_link if n <= par.GPUS_PER_NODE else get_link(DEFAULT_INTER_NODE_LINK)
+        ex = moe_exchange(m, b, n, link)
+        hit = experts_touched_per_gpu(m, b, n) * m.expert_params() * m.n_moe_layers * wb
+        seqs = math.ceil(b / n)
+        candidates = [("ep", lay["ep_weights_bytes_per_gpu"], lay["dense_params"] * wb + hit,
+                       seqs * ctx * kv_token, ex["ep_time_s"])]
+        if m.n_heads % n == 0 and (m.n_kv_heads % n == 0 or n % m.n_kv_heads == 0):
+            kv_share = 1.0 if m.is_mla else max(1, m.n_kv_heads // n) / m.n_kv_heads
+            candidates.append(("tp", lay["tp_weights_bytes_per_gpu"],
+                               (lay["dense_params"] * wb + hit * n) / n,
+                               b * ctx * kv_token * kv_share, ex["tp_time_s"]))
+        for kind, weights, read, kv, comm_layer in candidates:
+            comm = comm_layer * m.n_moe_layers
+            step = (read + kv) / g.hbm_achievable_bytes_per_s + comm
+            out.append({"kind": kind, "ep": n if kind == "ep" else 1, "tp": n if kind == "tp" else 1,
+                        "gpus": n, "weights_bytes_per_gpu": weights, "kv_bytes_per_gpu": kv,
+                        "fits": weights + kv <= 0.9 * g.hbm_bytes, "step_s": step, "comm_s": comm,
+                        "tokens_per_s_per_gpu": b / step / n})
+    return sorted(out, key=lambda x: (not x["fits"], -x["tokens_per_s_per_gpu"]))
+
+
+def explain_ep_winner(ranked: list[dict]) -> str:
+    """One sentence on why the first fitting layout of :func:`ep_layouts` wins."""
+    fit = [x for x in ranked if x["fits"]]
+    if not fit:
+        return "no layout fits: every candidate's weights plus KV exceed 90% of one GPU's memory"
+    w = fit[0]
+    rival = next((x for x in fit[1:] if x["kind"] != w["kind"]), None)
+    s = (f"{w['kind'].upper()}={w['gpus']} wins at {w['tokens_per_s_per_gpu']:,.0f} tokens/s per GPU "
+         f"({w['weights_bytes_per_gpu'] / 1e9:.1f} GB of weights per GPU, step {w['step_s'] * 1e3:.2f} ms"
+         f" of which communication {w['comm_s'] * 1e3:.2f} ms)")
+    if rival is not None:
+        s += (f"; the best {rival['kind'].upper()} layout ({rival['kind'].upper()}={rival['gpus']}) "
+              f"reaches {rival['tokens_per_s_per_gpu']:,.0f} with communication "
+              f"{rival['comm_s'] * 1e3:.2f} ms per step")
+    smaller = [x for x in ranked if not x["fits"] and x["gpus"] < w["gpus"]]
+    if smaller:
+        s += f"; fewer than {w['gpus']} GPUs do not hold the weights and the batch's KV"
+    return s + "."

@@ -104,7 +104,7 @@ def layer_params_per_gpu(model: Model | str, tp: int, *, active: bool = False) -
     model, tp = get_model(model), _tp(tp)
     v.check_bool("active", active)
     kv = model.kv_projection_params_per_layer()
-    split = model.layer_params(active=active) - kv - model.norm_params_per_layer()
+    split = model.mean_layer_params(active=active) - kv - model.norm_params_per_layer()
     kv_per_gpu = kv * kv_heads_per_gpu(model, tp) / model.n_kv_heads
     return split / tp + kv_per_gpu + model.norm_params_per_layer()
 

@@ -144,6 +144,11 @@ def model_table() -> list[dict]:
             "d_ff": m.d_ff, "vocab_size": m.vocab_size, "max_context_tokens": m.max_context_tokens,
             "n_experts": m.n_experts, "experts_per_token": m.experts_per_token,
             "total_params": m.total_params(), "active_params_per_token": m.active_params_per_token(),
+            "attention": ("mla" if m.is_mla else
+                          "gqa+sliding" if m.n_sliding_layers else "gqa"),
+            "kv_lora_rank": m.kv_lora_rank, "qk_rope_head_dim": m.qk_rope_head_dim,
+            "sliding_window": m.sliding_window, "n_sliding_layers": m.n_sliding_layers,
+            "n_shared_experts": m.n_shared_experts, "n_dense_layers": m.n_dense_layers,
             "source": m.source,
         })
     return rows

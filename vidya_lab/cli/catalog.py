@@ -25,15 +25,25 @@ def run_models(args) -> int:
         print_json(rows)
         return 0
     print(f"{'id':<16}{'layers':>7}{'d_model':>8}{'heads':>6}{'kv':>4}{'d_ff':>7}{'vocab':>8}"
-          f"{'context':>8}{'experts':>8}{'params (B)':>11}{'active (B)':>11}")
+          f"{'context':>8}{'experts':>8}{'params (B)':>11}{'active (B)':>11}  attention")
     for r in rows:
         experts = f"{r['experts_per_token']}/{r['n_experts']}" if r["n_experts"] > 1 else "-"
         print(f"{r['id']:<16}{r['n_layers']:>7}{r['d_model']:>8}{r['n_heads']:>6}{r['n_kv_heads']:>4}"
               f"{r['d_ff']:>7}{r['vocab_size']:>8}{r['max_context_tokens']:>8}{experts:>8}"
-              f"{r['total_params'] / 1e9:>11.2f}{r['active_params_per_token'] / 1e9:>11.2f}")
+              f"{r['total_params'] / 1e9:>11.2f}{r['active_params_per_token'] / 1e9:>11.2f}"
+              f"  {_attention(r)}")
     print("params (B): 1e9 parameters stored; active: multiplied per token (output head included, "
-          "input embedding not). Sources: `vidya-lab models --json`.")
+          "input embedding not). attention: gqa, mla (latent rank + rope dims cached per layer) "
+          "or gqa with N/L layers sliding over W tokens. Sources: `vidya-lab models --json`.")
     return 0
+
+
+def _attention(r: dict) -> str:
+    if r["attention"] == "mla":
+        return f"mla {r['kv_lora_rank']}+{r['qk_rope_head_dim']}"
+    if r["n_sliding_layers"]:
+        return f"gqa, {r['n_sliding_layers']}/{r['n_layers']} sliding {r['sliding_window']}"
+    return "gqa"
 
 
 def run_gpus(args) -> int:

@@ -61,6 +61,9 @@ def _print_table(args, est: dict) -> None:
           f"{est['weights_bytes_per_gpu'] / 1e9:.2f} GB per GPU")
     print(f"  KV cache           {est['kv_bytes_per_token']:10,.0f} bytes per token, "
           f"{est['kv_budget_bytes_per_gpu'] / 1e9:.2f} GB per GPU for it")
+    if est["kv_bytes_per_token_at_context"] < est["kv_bytes_per_token"]:
+        print(f"  KV, windows capped {est['kv_bytes_per_token_at_context']:10,.0f} bytes per token "
+              f"over one {args.isl + args.osl}-token sequence (sliding-window layers)")
     print(f"  fits               {'yes' if est['fits'] else 'no: ' + est['reason']}")
     print(f"  concurrent seqs    {est['max_concurrent_sequences']:10d} per replica (KV memory; "
           f"engine cap {est['max_num_seqs']})")

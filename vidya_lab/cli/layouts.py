@@ -54,6 +54,12 @@ def register(subparsers) -> None:
                    help="link inside a node, overriding the GPU's own: " + ", ".join(LINKS))
     p.add_argument("--inter-node", default=None,
                    help="link between nodes (default infiniband-ndr): " + ", ".join(LINKS))
+    p.add_argument("--ep", action="store_true",
+                   help="MoE models: rank expert-parallel against tensor-parallel layouts of one "
+                        "replica (a bandwidth roofline, vidya_lab.experts.ep_layouts) and explain "
+                        "the winner")
+    p.add_argument("--batch", type=int, default=64,
+                   help="with --ep: sequences decoding together in one replica (default 64)")
     p.add_argument("--top", type=int, default=None, help="show only the first N layouts")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
     calibration_option.add_option(p)
@@ -62,6 +68,8 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     check_supported("--precision", args.precision, args.gpu)
+    if args.ep:
+        return _run_ep(args)
     cal = calibration_option.load(args)
     ranked = layouts.search_layouts(
         args.model, args.gpu, peak_rps=args.peak_rps, isl=args.isl, osl=args.osl,
@@ -90,4 +98,32 @@ def run(args) -> int:
         print(f"  {x.label:<16}{x.gpus:>6}{x.cost_per_hour:>10,.0f}{x.ttft_s * 1e3:>10.0f}"
               f"{x.tpot_s * 1e3:>10.1f}{x.max_output_tokens_per_s:>11,.0f}"
               f"{x.batch_per_replica:>7}  {'met' if x.meets_slo else 'missed: ' + x.reason}")
+    return 0
+
+
+def _run_ep(args) -> int:
+    from vidya_lab import experts
+    kv = args.kv_precision or "bf16"
+    ranked = experts.ep_layouts(args.model, args.gpu, batch=args.batch,
+                                context_tokens=args.isl + args.osl, precision=args.precision,
+                                kv_precision=kv)
+    why = experts.explain_ep_winner(ranked)
+    if args.top is not None:
+        if args.top < 1:
+            raise ValueError(f"top must be an integer >= 1, got {args.top}")
+        ranked = ranked[:args.top]
+    if args.json:
+        print_json({"layouts": ranked, "winner": next((x for x in ranked if x["fits"]), None),
+                    "why": why})
+        return 0
+    print(f"{args.model} ({args.precision}, KV {kv}) on {args.gpu}: decode of {args.batch} sequences "
+          f"of {args.isl + args.osl} tokens per replica (bandwidth roofline, uniform routing)")
+    print(f"  {'layout':<8}{'GPUs':>5}{'weights GB':>11}{'KV GB':>7}{'step ms':>9}{'comm ms':>9}"
+          f"{'tok/s/GPU':>11}  fits")
+    for x in ranked:
+        label = f"{x['kind']}={x['gpus']}"
+        print(f"  {label:<8}{x['gpus']:>5}{x['weights_bytes_per_gpu'] / 1e9:>11.1f}"
+              f"{x['kv_bytes_per_gpu'] / 1e9:>7.1f}{x['step_s'] * 1e3:>9.2f}{x['comm_s'] * 1e3:>9.2f}"
+              f"{x['tokens_per_s_per_gpu']:>11,.0f}  {'yes' if x['fits'] else 'no'}")
+    print(why)
     return 0

@@ -56,6 +56,7 @@ from vidya_lab.sizing.latency import (
 from vidya_lab.sizing.memory import (
     ACTIVATION_BYTES,
     default_kv_precision,
+    kv_bytes_per_sequence,
     kv_bytes_per_token,
     weights_bytes,
 )
@@ -84,8 +85,10 @@ __all__ = [
     "EngineDefaults", "Parameter", "Replica", "StepCost", "_as_replica", "capacity_rps",
     "cost_per_hour_usd", "cost_per_million_output_tokens", "critical_batch_size", "cycle",
     "decode_step_time_s", "decode_steps_time_s", "default_kv_precision", "engine_defaults",
-    "estimate", "fitted_calibration", "get_gpu", "get_model", "gpus_for_peak_load", "is_extrapolated", "iteration_breakdown",
-    "iteration_time_s", "kv_bytes_per_token", "kv_rounding_waste_fraction", "load_calibration_file",
+    "estimate", "fitted_calibration", "get_gpu", "get_model", "gpus_for_peak_load", "is_extrapolated",
+    "iteration_breakdown",
+    "iteration_time_s", "kv_bytes_per_token", "kv_bytes_per_sequence",
+    "kv_rounding_waste_fraction", "load_calibration_file",
     "max_concurrent_sequences", "memory_breakdown", "physical_bound", "prefill_time_s", "prefill_work", "replica",
     "roofline_output_tokens_per_s", "saturated_throughput", "slo_batch", "steady_tpot_s", "throughput_latency_curve",
     "timed_gpus", "ttft_s", "weights_bytes",

@@ -42,6 +42,8 @@ def estimate(model, gpu, *, gpus: int = 1, tp: int = 1, pp: int = 1, precision: 
 
     Keys: ``weights_bytes`` (whole model), ``weights_bytes_per_gpu``, ``kv_bytes_per_token`` (whole
     model, all layers), ``fits`` (bool), ``reason`` (why not, else None),
+    ``kv_bytes_per_token_at_context`` (the same averaged over one isl+osl sequence: below
+    ``kv_bytes_per_token`` only for a model with sliding-window layers),
     ``max_concurrent_sequences`` (per replica, each holding isl+osl tokens; KV memory limit),
     ``ttft_s`` (one isl-token request on an idle replica), ``tpot_s`` (decode step at ``batch``
     concurrent sequences of mean context isl + osl/2), ``max_output_tokens_per_s`` (calibrated,
@@ -81,6 +83,8 @@ def estimate(model, gpu, *, gpus: int = 1, tp: int = 1, pp: int = 1, precision: 
         "hbm_bytes": r.gpu.hbm_bytes, "kv_budget_bytes_per_gpu": r.kv_budget_bytes,
         "max_num_seqs": r.max_num_seqs, "max_batched_tokens": r.max_batched_tokens,
         "calibration": r.calibration.name, "extrapolated": r.extrapolated,
+        "kv_bytes_per_token_at_context": kv_bytes_per_token(r.model, r.kv_precision,
+                                                            context_tokens=ctx),
     }
     reason = _no_fit_reason(r, ctx, batch, out["max_concurrent_sequences"])
     if reason is not None:

@@ -24,15 +24,43 @@ def weights_bytes(model: Model | str, precision: str = "bf16") -> float:
     return get_model(model).total_params() * bytes_per_element(precision)
 
 
-def kv_bytes_per_token(model: Model | str, kv_precision: str = "bf16") -> float:
-    """KV-cache bytes of one token, all layers: 2 (K and V) × layers × KV heads × head_dim × bytes.
+def kv_bytes_per_token(model: Model | str, kv_precision: str = "bf16",
+                       context_tokens: int | None = None) -> float:
+    """KV-cache bytes of one token, all layers, averaged over a sequence of ``context_tokens``.
 
-    Grouped-query attention stores the KV heads, not the query heads: Llama-3.1-70B in bf16 gives
-    2·80·8·128·2 = 327,680 bytes; OPT-13B (every head a KV head) in fp16 gives 819,200.
+    * Grouped-query attention, per layer: 2 (K and V) × KV heads × head_dim × bytes — KV heads, not
+      query heads: Llama-3.1-70B in bf16 gives 2·80·8·128·2 = 327,680 bytes; OPT-13B (every head a
+      KV head) in fp16 gives 819,200.
+    * Multi-head latent attention (DeepSeek-V3), per layer: (kv_lora_rank + qk_rope_head_dim) ×
+      bytes — one compressed latent and one shared rope key, no factor 2 and no heads:
+      61·(512+64)·2 = 70,272 bytes in bf16.
+    * Sliding-window layers keep at most ``sliding_window`` tokens of a sequence, so their share of a
+      token's KV depends on the sequence length L: a sequence of L tokens holds
+      full·L + sliding·min(L, W) layer-tokens, and the figure returned is that divided by L.
+      With ``context_tokens=None`` every layer is counted as if it kept every token: the upper
+      bound, exact for a model without sliding layers, and what an engine that gives every layer
+      the same pages (no hybrid allocator) reserves.
     """
     m = get_model(model)
     kv = get_precision(kv_precision, name="kv_precision").bytes_per_element
-    return 2 * m.n_layers * m.n_kv_heads * m.head_dim * kv
+    per_layer = ((m.kv_lora_rank + m.qk_rope_head_dim) if m.is_mla
+                 else 2 * m.n_kv_heads * m.head_dim) * kv
+    if context_tokens is None or not m.n_sliding_layers:
+        if context_tokens is not None:
+            v.check_int("context_tokens", context_tokens, minimum=1, maximum=10**9)
+        return m.n_layers * per_layer
+    length = v.check_int("context_tokens", context_tokens, minimum=1, maximum=10**9)
+    full = m.n_layers - m.n_sliding_layers
+    kept = full * length + m.n_sliding_layers * min(length, m.sliding_window)
+    return per_layer * kept / length
+
+
+def kv_bytes_per_sequence(model: Model | str, context_tokens: int,
+                          kv_precision: str = "bf16") -> float:
+    """KV-cache bytes one sequence of ``context_tokens`` tokens holds, all layers (sliding-window
+    layers capped at their window): ``context_tokens`` × :func:`kv_bytes_per_token` at that length."""
+    length = v.check_int("context_tokens", context_tokens, minimum=1, maximum=10**9)
+    return length * kv_bytes_per_token(model, kv_precision, context_tokens=length)
 
 
 def default_kv_precision(precision: str) -> str:

@@ -145,8 +145,14 @@ class Replica:
 
     @functools.cached_property
     def kv_bytes_per_token_per_gpu(self) -> float:
-        """KV bytes one token costs on the fullest GPU: 2·ceil(L/pp)·ceil(kv/tp)·hd·bytes."""
+        """KV bytes one token costs on the fullest GPU: 2·ceil(L/pp)·ceil(kv/tp)·hd·bytes; for MLA
+        ceil(L/pp)·(kv_lora_rank + qk_rope_head_dim)·bytes, the latent replicated on every TP rank.
+        Sliding-window layers are counted as if they kept every token (the upper bound of
+        :func:`~vidya_lab.sizing.memory.kv_bytes_per_token`)."""
         m = self.model
+        if m.is_mla:
+            return (par.layers_per_stage(m, self.pp) * (m.kv_lora_rank + m.qk_rope_head_dim)
+                    * bytes_per_element(self.kv_precision))
         return (2 * par.layers_per_stage(m, self.pp) * par.kv_heads_per_gpu(m, self.tp)
                 * m.head_dim * bytes_per_element(self.kv_precision))
 
