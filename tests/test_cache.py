@@ -108,3 +108,22 @@ def test_results_of_another_source_are_removed_when_one_is_stored(tmp_path, monk
     assert not old.exists() and other.exists()
     assert [p.name.split("-")[1] for p in tmp_path.glob("*-*.pkl")] == ["f"]
     assert _cache.call("f", lambda x: -1, {"x": 1}) == 2  # read back, not recomputed
+
+
+def test_the_other_cached_calls_equal_their_computed_results(tmp_path, monkeypatch):
+    from dataclasses import fields
+
+    from vidya_lab.plan import tail
+
+    monkeypatch.delenv(_cache.ENV, raising=False)
+    plain_model = a.replica_model(REP, cached_prefix_tokens=1000)
+    plain_window = tail.replica_window(REP, 2.0, duration_s=60.0, seed=3)
+    monkeypatch.setenv(_cache.ENV, str(tmp_path))
+    for _ in range(2):  # computed and stored, then read back
+        m = a.replica_model(REP, cached_prefix_tokens=1000)
+        for f in fields(m):
+            x, y = getattr(m, f.name), getattr(plain_model, f.name)
+            assert (np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y), f.name
+        assert tail.replica_window(REP, 2.0, duration_s=60.0, seed=3) == plain_window
+    names = sorted(p.name.split("-")[1] for p in tmp_path.glob("*-*.pkl"))
+    assert names == ["replica_model", "replica_window"]

@@ -46,8 +46,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from vidya_lab import _cache, sizing
 from vidya_lab import _validate as v
-from vidya_lab import sizing
 from vidya_lab.autoscaling.cold_start import as_replica
 from vidya_lab.scenario import TANVI
 
@@ -304,7 +304,15 @@ def replica_model(replica: sizing.Replica, *, prompt_tokens_mean: float = TANVI.
         ``cached_prefix_tokens``; Tanvi's warm-up leaves the syllabus and every subject resident).
 
     Raises ``ValueError`` when not one sequence of mean length fits in the KV cache.
-    """
+
+    Read back from ``VIDYA_LAB_CACHE`` when set and this very call is there
+    (:mod:`vidya_lab._cache`)."""
+    return _cache.call("replica_model", _replica_model, dict(locals()))
+
+
+def _replica_model(replica, prompt_tokens_mean, output_tokens_mean, tpot_target_s, ttft_target_s,
+                   slots, cached_prefix_tokens, resident_prefix_tokens):
+    """:func:`replica_model`, computed."""
     r = as_replica(replica)
     isl = v.check_real("prompt_tokens_mean", prompt_tokens_mean, minimum=1.0)
     osl = v.check_real("output_tokens_mean", output_tokens_mean, minimum=1.0)

@@ -20,8 +20,8 @@ import heapq
 
 import numpy as np
 
+from vidya_lab import _cache, sizing
 from vidya_lab import _validate as v
-from vidya_lab import sizing
 from vidya_lab.caching.deployment import cache_capacity_blocks, default_replica
 from vidya_lab.caching.prefix_cache import POLICIES, PrefixCache
 from vidya_lab.caching.replay import in_flight_tpot_s
@@ -135,7 +135,14 @@ def simulate_isolated(trace: PromptTrace, tenant, r: sizing.Replica | None = Non
     ``tenants`` (distinct), ``token_hit_rate``, ``prefill_tokens`` (computed in all),
     ``mean_cached_tokens`` (per request), ``ttft_s_mean`` (idle replica), ``cache_bytes_used``
     (peak, per GPU) and ``evictions``.
-    """
+
+    Read back from ``VIDYA_LAB_CACHE`` when set and this very call is there
+    (:mod:`vidya_lab._cache`)."""
+    return _cache.call("simulate_isolated", _simulate_isolated, dict(locals()))
+
+
+def _simulate_isolated(trace, tenant, r, cache_bytes, policy):
+    """:func:`simulate_isolated`, computed."""
     v.check_instance("trace", trace, PromptTrace, "PromptTrace (see tutor_trace)")
     r = default_replica() if r is None else sizing._as_replica(r)
     policy = v.check_choice("policy", policy, POLICIES)

@@ -25,8 +25,8 @@ import math
 
 import numpy as np
 
+from vidya_lab import _cache, admission, sizing, slo
 from vidya_lab import _validate as v
-from vidya_lab import admission, sizing, slo
 from vidya_lab.scenario import TANVI, Scenario
 from vidya_lab.workload import poisson_arrivals, tutor_requests
 
@@ -55,7 +55,14 @@ def replica_window(replica: sizing.Replica, rate_per_s: float, scenario: Scenari
     scenario's with ITL), ``attainment_ttft_tpot`` (TTFT and TPOT only), ``ttft_p99_s``,
     ``tpot_p99_s``, ``itl_p50_s``, ``itl_p99_s``, ``itl_max_s`` (every gap between two tokens of
     every finished request) and ``longest_gap_p99_s`` (the p99 of each request's longest gap).
-    """
+
+    Read back from ``VIDYA_LAB_CACHE`` when set and this very call is there
+    (:mod:`vidya_lab._cache`)."""
+    return _cache.call("replica_window", _replica_window, dict(locals()))
+
+
+def _replica_window(replica, rate_per_s, scenario, cached_tokens, duration_s, seed, target):
+    """:func:`replica_window`, computed."""
     sizing._as_replica(replica)
     rate = v.check_real("rate_per_s", rate_per_s, minimum=0.0, min_inclusive=False, maximum=1e4)
     dur = v.check_real("duration_s", duration_s, minimum=1.0, maximum=86400.0)
