@@ -40,6 +40,10 @@ def concurrency_with_cache(r: sizing.Replica, cache_bytes: float, context_tokens
             "shared_blocks": shared, "sequences_lost": without - with_}
 
 
+class _NoRoom(ValueError):
+    """The replica's KV memory (after the cache) holds not one sequence."""
+
+
 def saturated_throughput_with_cache(r: sizing.Replica, isl: int, osl: int, cache_bytes: float = 0.0,
                                     cached_tokens: int = 0, *, share_blocks: bool = True,
                                     skip_cached_prefill: bool = True) -> dict:
@@ -79,7 +83,7 @@ def saturated_throughput_with_cache(r: sizing.Replica, isl: int, osl: int, cache
                          "choose more GPUs per replica or a lower precision")
     if batch < 1:
         why = (f"cache_bytes={cache_bytes:g} leaves" if conc["cache_blocks"] else f"{where} has")
-        raise ValueError(f"r: {why} no KV room for one sequence of isl + osl = {isl + osl} tokens; "
+        raise _NoRoom(f"r: {why} no KV room for one sequence of isl + osl = {isl + osl} tokens; "
                          "choose a smaller cache, shorter requests or more GPUs per replica")
     cyc = sizing.cycle(r, batch, isl, osl, cached_tokens=k_held)
     limited = ("token budget" if cyc["budget_limited"]
@@ -104,7 +108,7 @@ def break_even_cache_bytes(r: sizing.Replica, isl: int, osl: int, cached_tokens:
     def ok(c: float) -> bool:
         try:
             got = saturated_throughput_with_cache(r, isl, osl, c, cached_tokens)
-        except ValueError:                     # a cache this large leaves room for no sequence
+        except _NoRoom:                        # a cache this large leaves room for no sequence
             return False
         return got["output_tokens_per_s"] >= base
 
