@@ -498,6 +498,11 @@ BASE: dict[str, dict] = {
     "caching.simulate_offload": dict(gpu_cache_bytes=1e8, cpu_cache_bytes=1e10),
     "caching.offload_sweep": dict(gpu_cache_bytes=lambda: [1e8, 1e9], cpu_cache_bytes=1e10),
     "experts.expert_layout": dict(model="mixtral-8x7b", n=2),
+    "experts.experts_touched_per_gpu": dict(model="mixtral-8x7b", tokens=16, n=2),
+    "experts.ep_layouts": dict(model="mixtral-8x7b", batch=16, context_tokens=1024),
+    "experts.explain_ep_winner": dict(
+        ranked=lambda: _mod("experts").ep_layouts("mixtral-8x7b", "h100-sxm", batch=16,
+                                                   context_tokens=1024)),
     "experts.moe_exchange": dict(model="mixtral-8x7b", n=2),
     "experts.all_to_all_time_s": dict(nbytes_per_gpu=1e6, link="nvlink4"),
     "experts.lora_adapter_params": dict(rank=16),

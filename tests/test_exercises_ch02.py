@@ -169,3 +169,14 @@ def test_the_givens_keep_every_exercise_meaningful():
         assert ch02.replica(1, "fp8", max_batched_tokens=tokens).kv_budget_bytes > 0
     for ctx in ch02.GIVENS["context_tokens"].options:
         assert sizing.max_concurrent_sequences(ch02.tanvi_replica(), ctx) > 0
+
+
+def test_2_10_one_conversation_of_a_2026_model_by_hand():
+    # gpt-oss-120b: one layer 2·8·64·2 = 2,048 bytes per token; 18 full layers keep all 3,900
+    # tokens, 18 sliding layers 128 of them: 2,048·(18·3,900 + 18·128) = 148,488,192 bytes
+    assert right("2.10", 2048 * (18 * 3900 + 18 * 128) / 1e9)
+    # DeepSeek-V3: 61·(512 + 64)·2 = 70,272 bytes per token, no window: × 3,900 = 274,060,800
+    assert right("2.10", 70_272 * 3900 / 1e9, new_model_id="deepseek-v3")
+    assert not right("2.10", 73_728 * 3900 / 1e9)  # every layer uncapped
+    assert "latent" in judge(get_exercise("2.10"), 2 * 70_272 * 3900 / 1e9,
+                             {"new_model_id": "deepseek-v3"}).message

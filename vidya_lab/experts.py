@@ -260,6 +260,10 @@ def ep_layouts(model, gpu, *, batch: int, context_tokens: int, precision: str = 
     ctx = v.check_int("context_tokens", context_tokens, minimum=1, maximum=MAX_TOKENS)
     wb = bytes_per_element(precision)
     kv_token = sizing.kv_bytes_per_token(m, kv_precision, context_tokens=ctx)
+    if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__iter__"):
+        raise TypeError(f"sizes must be a list of GPU counts, got {sizes!r}")
+    sizes = [v.check_int(f"sizes[{i}]", n, minimum=1, maximum=par.MAX_DEGREE)
+             for i, n in enumerate(sizes)]
     out = []
     for n in sizes:
         if m.n_experts % n:
@@ -288,6 +292,12 @@ def ep_layouts(model, gpu, *, batch: int, context_tokens: int, precision: str = 
 
 def explain_ep_winner(ranked: list[dict]) -> str:
     """One sentence on why the first fitting layout of :func:`ep_layouts` wins."""
+    keys = ("kind", "gpus", "fits", "weights_bytes_per_gpu", "step_s", "comm_s",
+            "tokens_per_s_per_gpu")
+    if not isinstance(ranked, (list, tuple)) or not all(
+            isinstance(x, dict) and all(k in x for k in keys) for x in ranked):
+        raise TypeError(f"ranked must be the list of dicts ep_layouts returns (keys {keys}), "
+                        f"got {type(ranked).__name__}")
     fit = [x for x in ranked if x["fits"]]
     if not fit:
         return "no layout fits: every candidate's weights plus KV exceed 90% of one GPU's memory"

@@ -168,6 +168,8 @@ class Model:
     def mean_layer_params(self, *, active: bool = False) -> float:
         """Parameters of an average block: the same as :meth:`layer_params` unless some leading
         layers are dense (DeepSeek-V3)."""
+        if not self.n_dense_layers:
+            return self.layer_params(active=active)
         return self._blocks_params(active=active) / self.n_layers
 
     def _blocks_params(self, *, active: bool) -> int:

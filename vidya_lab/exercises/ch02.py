@@ -47,6 +47,8 @@ GIVENS = {
                         about="the exam peak"),
     "price_usd": Between(catalog.get_gpu(GPU_ID).price_per_hour_usd, 2.0, 4.0, step=0.1,
                          unit="USD per GPU-hour", about="your H100 quote"),
+    "new_model_id": Pick("gpt-oss-120b", ("gpt-oss-120b", "deepseek-v3"),
+                         about="the 2026 model of exercise 2.10 (sliding-window or latent attention)"),
     "tpot_target_s": Pick(0.05, (0.04, 0.05, 0.06, 0.07, 0.08), unit="s",
                           about="the tighter TPOT target of exercise 2.9"),
 }

@@ -42,6 +42,26 @@ def _kv_per_token(g, heads: str = "kv", factor: int = 2, layers: bool = True) ->
             * catalog.bytes_per_element(g["kv_precision"]))
 
 
+# ----------------------------------------------------------------------------- 2.10 a 2026 model
+
+def _sequence_kv_gb(g, path: str = "right") -> float:
+    """GB of bf16 KV one conversation holds; ``path`` names a wrong one: "uncapped" (sliding layers
+    over the whole conversation; for MLA, the grouped-query formula on its heads), "factor2" (the
+    K/V factor 2 dropped for GQA, added for MLA's single latent), "one_layer"."""
+    m = catalog.get_model(g["new_model_id"])
+    t = g["context_tokens"]
+    right = sizing.kv_bytes_per_sequence(m, t, "bf16") / 1e9
+    if path == "uncapped":
+        per = (2 * m.n_layers * m.n_kv_heads * m.head_dim * catalog.bytes_per_element("bf16")
+               if m.is_mla else sizing.kv_bytes_per_token(m, "bf16"))
+        return t * per / 1e9
+    if path == "factor2":
+        return 2 * right if m.is_mla else right / 2
+    if path == "one_layer":
+        return right / m.n_layers
+    return right
+
+
 # ----------------------------------------------------------------------------- 2.2 KV budget
 
 def _kv_budget_gb(g, total_bytes: float | None = None, rule: str = "vllm",
@@ -317,5 +337,25 @@ EXERCISES = [
         ),
         hint="for each precision and TP: capacity at the new target, then "
              "TP × ceil(peak ÷ (capacity × 0.8)); keep the smallest",
+    ),
+    Exercise(
+        id="2.10", level="compute",
+        prompt="GB of bf16 KV cache one conversation of your length holds in your 2026 model",
+        answer=_sequence_kv_gb, givens=_pick("new_model_id", "context_tokens"), unit="GB",
+        rel_tol=0.001,
+        mistakes=(
+            Mistake(lambda g: _sequence_kv_gb(g, "uncapped"),
+                    "the plain grouped-query count: a sliding-window layer keeps only its last "
+                    "window of tokens, and an MLA layer caches one latent plus one rope key per "
+                    "token whatever its head count"),
+            Mistake(lambda g: _sequence_kv_gb(g, "factor2"),
+                    "the factor 2: grouped-query layers store a K and a V per KV head; MLA's one "
+                    "latent stands for both, so it has none"),
+            Mistake(lambda g: _sequence_kv_gb(g, "one_layer"),
+                    "that is one layer; every layer keeps its own cache"),
+        ),
+        hint="MLA: tokens × layers × (kv_lora_rank + qk_rope_head_dim) × 2 bytes. Sliding window: "
+             "2 × KV heads × head_dim × 2 bytes × (full layers × tokens + sliding layers × "
+             "min(tokens, window))",
     ),
 ]
