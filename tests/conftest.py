@@ -37,7 +37,7 @@ BUILD_TIMEOUT_S = 1200  # a stalled kernel must fail the session, not hang it
 
 ENABLE_BROWSER_HELP = (
     "Browser tests need Chromium and the playwright package: on Debian/Ubuntu run "
-    "`sudo apt-get install -y chromium` (or set CHROMIUM=/path/to/chromium) and "
+    "`apt-get install -y chromium` as root, `sudo` before it otherwise (or set CHROMIUM=/path/to/chromium) and "
     "`make test` (playwright comes with requirements-dev.txt)."
 )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from vidya_lab import slo
 from vidya_lab.exercises import ch01, get_exercise, judge
@@ -40,6 +41,14 @@ def test_benchmark_length_by_hand_is_padded_for_the_pilots_own_spread():
 def test_units_and_percent_slips_are_caught():
     assert "1000" in judge(get_exercise("1.2"), key1._tpot_example({"busy_seed": 101}) * 1000).message
     assert "percentage" in judge(get_exercise("1.5"), key1._attainment({"overload_seed": 303}) * 100).message
+
+
+@pytest.mark.parametrize("factor", [1000, 1 / 1000, 60, 1 / 60, 3600, 1 / 3600])
+def test_a_time_off_by_a_unit_factor_is_named_a_unit_slip(factor):
+    """ms for s (1000x), min for s (60x), h for s (3600x), either way: the hint says so."""
+    tpot_s = key1._tpot_example({"busy_seed": 101})
+    verdict = judge(get_exercise("1.2"), tpot_s * factor)
+    assert not verdict.right and "unit slip" in verdict.message, verdict.message
 
 
 def test_the_traces_are_what_the_prose_says():

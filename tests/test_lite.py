@@ -107,6 +107,11 @@ def test_lite_notebooks_start_with_the_browser_cell(tmp_path):
     assert "jupyterlite-setup" in code[0]["metadata"]["tags"]
     assert "_browser.setup_notebook()" in "".join(code[0]["source"])
     assert all(not c.get("outputs") for c in code)  # the reader runs them
+    # a cell that fails (a CDN package out of reach) does not stop Run All: JupyterLab's own tag
+    assert all("raises-exception" in c["metadata"]["tags"] for c in code)
+    notes = [c for c in nb["cells"] if "jupyterlite-network" in c["metadata"].get("tags", [])]
+    assert len(notes) == 1 and "cdn.jsdelivr.net" in "".join(notes[0]["source"])
+    assert nb["cells"].index(notes[0]) < nb["cells"].index(code[0])  # said before anything runs
 
 
 def test_browser_helpers_do_nothing_outside_the_browser(monkeypatch):

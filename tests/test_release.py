@@ -7,6 +7,7 @@ tests do not depend on the chapters being written; one test releases the real ch
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -265,3 +266,27 @@ def test_release_outside_the_checkout_pins_exactly_and_names_an_installable_pack
     names = {p.split("==")[0].lower() for p in pins}
     assert {"jupyterlab", "jupyterlab-myst", "ipykernel", "numpy"} <= names
     assert not names & {"jupyter-book", "myst-nb", "sphinx"}
+
+
+@pytest.mark.slow
+def test_a_released_handout_runs_top_to_bottom_without_myst_nb(tmp_path, monkeypatch):
+    """A handout's own environment has no myst-nb (its requirements leave the book's tools out):
+    every code cell of a released chapter still runs, none raising. myst_nb is made unimportable
+    the way the issue reproduced it, a module on the kernel's path that raises on import."""
+    from nbclient import NotebookClient
+
+    blocker = tmp_path / "no_myst_nb"
+    blocker.mkdir()
+    (blocker / "myst_nb.py").write_text("raise ModuleNotFoundError(\"No module named 'myst_nb'\")\n")
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(blocker), str(root)]))
+    first = chapter_files(repo_chapters_dir())[0][0]
+    (released,) = release(tmp_path / "out", exercises_for=registry_exercises_for(None), only=[first])
+    nb = nbformat.read(str(released.notebook), as_version=4)
+    assert not any("from myst_nb" in c.source for c in nb.cells if c.cell_type == "code")
+    NotebookClient(nb, timeout=180, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(released.notebook.parent)}}).execute()
+    code = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
+    errors = [(i, o["ename"], o["evalue"]) for i, c in enumerate(code)
+              for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert not errors, f"{released.notebook.name}: {len(errors)} of {len(code)} cells fail: {errors[:3]}"

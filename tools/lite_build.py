@@ -227,6 +227,16 @@ def write_pyodide(dest: Path) -> dict:
     return lock
 
 
+#: What the in-browser page says first: what it fetches, and what happens when it cannot.
+NETWORK_NOTE = (
+    "**Running in your browser.** This site serves Python (Pyodide), `vidya_lab`, simpy and the "
+    "widgets itself; numpy, pandas, matplotlib and Pyodide's other packages come from the Pyodide "
+    f"CDN ({PYODIDE_CDN}), so the first run needs the network. Offline, a cell that needs one of "
+    "them stops with `ModuleNotFoundError`; *Run All* goes on past it, and every cell that does "
+    "not need it still runs."
+)
+
+
 def write_contents(dest: Path, chapters: list[Path]) -> list[Path]:
     """Each chapter as a notebook for JupyterLite, with the browser's set-up cell after its title."""
     import jupytext
@@ -235,12 +245,19 @@ def write_contents(dest: Path, chapters: list[Path]) -> list[Path]:
     setup = nbformat.v4.new_code_cell(
         "# In the browser (JupyterLite) only: see vidya_lab/_browser.py\n"
         "from vidya_lab import _browser\n\n_browser.setup_notebook()",
-        metadata={"tags": ["jupyterlite-setup"]})
+        metadata={"tags": ["jupyterlite-setup", "raises-exception"]})
+    network = nbformat.v4.new_markdown_cell(NETWORK_NOTE, metadata={"tags": ["jupyterlite-network"]})
     written = []
     for chapter in chapters:
         nb = jupytext.read(chapter)
+        for cell in nb.cells:  # Run All goes on past a failing cell (JupyterLab's own tag)
+            if cell.cell_type == "code":
+                tags = cell.metadata.setdefault("tags", [])
+                if "raises-exception" not in tags:
+                    tags.append("raises-exception")
         first_code = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code"), 0)
         nb.cells.insert(first_code, nbformat.from_dict(json.loads(json.dumps(setup))))
+        nb.cells.insert(first_code, nbformat.from_dict(json.loads(json.dumps(network))))
         nb.metadata.pop("jupytext", None)  # a plain notebook in the browser, not a paired text file
         nb.metadata["kernelspec"] = LITE_KERNELSPEC  # else JupyterLite asks for a kernel (no python3)
         target = dest / chapter.parent.name / f"{chapter.stem}.ipynb"

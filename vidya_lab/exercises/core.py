@@ -40,6 +40,10 @@ UNIT_SLIPS: tuple[tuple[float, str], ...] = (
     (1 / GIB_PER_GB, "off by 7.4%: you gave GB (1e9 bytes) where GiB (2**30 bytes) was asked, or the reverse"),
     (2**30, "about 2**30× too large: bytes vs GiB?"),
     (2**-30, "about 2**30× too small: GiB vs bytes?"),
+    (60.0, "about 60× too large: a unit slip (s vs min, or min vs h)?"),
+    (1 / 60, "about 60× too small: a unit slip (min vs s, or h vs min)?"),
+    (3600.0, "about 3600× too large: a unit slip (s vs h, or tokens/h vs tokens/s)?"),
+    (1 / 3600, "about 3600× too small: a unit slip (h vs s, or tokens/s vs tokens/h)?"),
     (100.0, "100× too large: a percentage where a fraction (0..1) was asked?"),
     (0.01, "100× too small: a fraction where a percentage was asked?"),
 )

@@ -85,6 +85,9 @@ def chapter_files(chapters_dir: Path) -> list[tuple[int, Path]]:
     return found
 
 
+_MYST_NB_IMPORT = re.compile(r"^from myst_nb import glue$", re.M)
+
+
 def _to_notebook(text: str, chapter: int, exercises: Sequence[Exercise]):
     import jupytext
 
@@ -98,6 +101,8 @@ def _to_notebook(text: str, chapter: int, exercises: Sequence[Exercise]):
     nb.metadata["vidya_lab"] = {"chapter": chapter, "exercises": [ex.id for ex in exercises],
                                 "version": __version__}
     for cell in nb.cells:  # the book's own cells (glue, figures): the grader may skip them
+        if cell.cell_type == "code":  # a handout's environment has no myst_nb: glue from the package
+            cell.source = _MYST_NB_IMPORT.sub("from vidya_lab.pages import glue", cell.source)
         if cell.cell_type == "code" and "remove-cell" in cell.metadata.get("tags", []):
             cell.metadata["vidya_lab"] = {"role": BOOK_ROLE,
                                           "source_sha256": source_digest(cell.source)}
