@@ -252,7 +252,8 @@ class Fx:
         for key, rel in {"csv": "slo/small_trace.csv", "vllm": "vllm_bench/serve_detailed.json",
                          "genai-perf": "genai_perf/profile_export.json",
                          "llmperf": "llmperf/01-ai-Yi-1-5-34B-Chat_550_150_individual_responses.json",
-                         "stream-log": "stream_log/tutor_stream.jsonl"}.items():
+                         "stream-log": "stream_log/tutor_stream.jsonl",
+                         "aiperf": "aiperf/profile_export.jsonl"}.items():
             out[key] = root / Path(rel).name
             shutil.copy(DATA / rel, out[key])
         out["dir"] = root
@@ -467,6 +468,7 @@ BASE: dict[str, dict] = {
     "traces.read_genai_perf": dict(path=lambda: Fx.files()["genai-perf"]),
     "traces.read_llmperf": dict(path=lambda: Fx.files()["llmperf"]),
     "traces.read_stream_log": dict(path=lambda: Fx.files()["stream-log"]),
+    "traces.read_aiperf": dict(path=lambda: Fx.files()["aiperf"]),
     "workload.Request": dict(request_id=0, arrival_s=0.0, prompt_tokens=10, output_tokens=5),
     "workload.Workload.from_arrays": dict(arrival_s=lambda: [0.0, 1.0, 2.5],
                                           prompt_tokens=lambda: [100, 200, 50],
