@@ -51,6 +51,8 @@ def requirements_closure() -> set[str]:
         line = line.split("#")[0].strip()
         if line.startswith("-e"):
             todo.append(("vidya-lab", frozenset()))
+        elif line.startswith("./"):  # a local folder of data files (./jupyter-config): no modules
+            continue
         elif line and not line.startswith("-"):
             req = Requirement(line)
             todo.append((req.name, frozenset(req.extras)))

@@ -52,9 +52,6 @@ DEFAULT_DEGREES = (1, 2, 4, 8, 16, 32)
 DEFAULT_MAX_GPUS_PER_REPLICA = 32
 #: Default busiest fraction of a replica's throughput the plan uses (as sizing.gpus_for_peak_load).
 DEFAULT_UTILISATION = 0.8
-#: The lowest planning utilisation accepted (5 %, as chapter 5's disaggregation check): below it a
-#: fleet size is meaningless (a utilisation of 1e-60 would ask for 1e60 replicas).
-MIN_UTILISATION = 0.05
 #: Layouts whose cost is within this share of the cheapest are ties: the model cannot tell them
 #: apart (its median throughput error is about 7-10 %, book/validation.md), and a replica count
 #: rounded up decides a few per cent. Among ties the simplest layout wins.
@@ -125,7 +122,7 @@ def _check_targets(peak_rps, isl, osl, ttft_target_s, tpot_target_s, utilisation
                          maximum=3600.0),
             v.check_real("tpot_target_s", tpot_target_s, minimum=0.0, maximum=60.0,
                          min_inclusive=False),
-            v.check_real("utilisation", utilisation, minimum=MIN_UTILISATION, maximum=1.0))
+            v.check_real("utilisation", utilisation, minimum=0.05, maximum=1.0))
 
 
 def _replica(model, gpu, tp, pp, precision, memory_rule, kv_precision=None, interconnect=None,
@@ -262,7 +259,7 @@ def search_layouts(model, gpu, *, peak_rps: float, isl: int, osl: int, ttft_targ
     isl, osl : mean prompt and answer lengths, tokens.
     ttft_target_s, tpot_target_s : the latency targets, seconds.
     precision, kv_precision, memory_rule : as for :class:`vidya_lab.sizing.Replica`.
-    utilisation : the busiest fraction of a replica's throughput we plan to use (headroom).
+    utilisation : the busiest fraction of a replica's throughput we plan to use (headroom), 0.05 to 1.
     max_gpus_per_replica, tps, pps : the space searched (:func:`candidate_degrees`).
     interconnect, inter_node : link ids overriding the GPU's own and the default InfiniBand.
     calibration : a :class:`vidya_lab.sizing.Calibration` (None: the fitted one).

@@ -47,7 +47,9 @@ def binder_requirements(repo_root: Path | None, package_spec: str) -> str:
     if src and src.is_file():
         for raw in src.read_text().splitlines():
             line = raw.strip()
-            if not line or line.startswith("#") or line.startswith("-"):
+            # a local folder (./jupyter-config: the checkout's JupyterLab settings) is not a pin;
+            # the handout's vidya-lab, installed not editable, carries those settings itself
+            if not line or line.startswith(("#", "-", ".", "/")):
                 continue
             name = re.split(r"[<>=!~ \[;@]", line, maxsplit=1)[0].lower()
             if name in _BOOK_ONLY:
